@@ -1,0 +1,579 @@
+"""
+The GPT of "Let's build GPT: from scratch, in code, spelled out" (Andrej Karpathy, 2023):
+a character-level, decoder-only Transformer trained on Tiny Shakespeare.
+
+    python gpt.py                                    # the lecture's run (a GPU: minutes; a CPU: hours)
+    python gpt.py --n_layer=2 --n_embd=64 --block_size=64 --max_iters=500   # a quick CPU run
+    python gpt.py --resume=True                      # continue from out/ckpt.pt
+    python scripts/sample.py --prompt="ROMEO:"       # sample from out/best.pt without training
+
+Any hyperparameter below can be set as --key=value. Importing this file does nothing.
+"""
+import ast
+import hashlib
+import math
+import os
+import signal
+import sys
+import tempfile
+import time
+from contextlib import nullcontext
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+# hyperparameters
+batch_size = 64 # how many independent sequences will we process in parallel?
+block_size = 256 # what is the maximum context length for predictions?
+max_iters = 5000 # how many optimizer steps to take
+eval_interval = 500 # evaluate train and val loss every this many steps
+learning_rate = 3e-4
+device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
+eval_iters = 200 # how many batches each loss estimate averages over
+n_embd = 384 # width of the residual stream
+n_head = 6 # attention heads per block; each is n_embd // n_head = 64 wide
+n_layer = 6 # how many Blocks
+dropout = 0.2 # probability of zeroing an activation during training
+seed = 1337
+max_new_tokens = 500 # length of the sample printed at the end
+# where checkpoints and the loss log go ('' turns checkpoints off)
+out_dir = 'out'
+resume = False # continue from out_dir/ckpt.pt
+# learning-rate schedule: off by default, so the default run is the lecture's constant lr
+lr_decay = False # linear warmup, then cosine decay to min_lr at max_iters
+warmup_iters = 100
+min_lr = 3e-5
+# speed switches: they only take effect on CUDA; on CPU and MPS the run stays float32 and exact
+use_tf32 = True # TF32 tensor cores for float32 matmuls
+use_bf16 = True # bfloat16 autocast for the forward pass (AdamW keeps float32 weights)
+use_compile = True # torch.compile the model (costs some seconds of compiling up front)
+use_fused_adamw = True # one fused kernel for the whole AdamW update
+fast_attention = None # EX1: all heads in one batched matmul + F.scaled_dot_product_attention;
+                      # None means on for CUDA, off elsewhere (the lecture's per-head math)
+# ------------
+config_keys = [k for k, v in globals().items()
+               if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))]
+
+DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
+DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
+INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
+
+
+def apply_overrides(argv, namespace):
+    """Set top-level hyperparameters from --key=value arguments, keeping each default's type."""
+    keys = [k for k in namespace if k in config_keys]
+    valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
+    for arg in argv:
+        if arg in ('-h', '--help'):
+            print(__doc__.strip() + '\n\n' + '\n'.join(f'  --{k}={namespace[k]!r}' for k in keys))
+            sys.exit(0)
+        key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
+        if key not in keys or not eq:
+            fail(f"unknown option {arg!r} (use --key=value); {valid}", code=2)
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw # a bare string, e.g. --device=cpu
+        default = namespace[key]
+        if isinstance(default, float) and type(value) is int:
+            value = float(value)
+        if default is None:
+            ok = isinstance(value, bool) or value is None
+        else:
+            ok = type(value) is type(default)
+        if not ok:
+            want = 'True, False or None' if default is None else type(default).__name__
+            fail(f"--{key} expects {want}, got {raw!r}; {valid}", code=2)
+        namespace[key] = value
+
+
+def fail(message, code=1):
+    """Stop with a one-line error instead of a traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+# ------------
+# data: read the text, build the vocabulary, encode it, split it
+
+def read_text(path=INPUT_PATH, url=DATA_URL):
+    """The training text; Tiny Shakespeare is downloaded and checked on first use."""
+    if not os.path.exists(path):
+        download(url, path)
+    try:
+        with open(path, 'rb') as f:
+            raw = f.read()
+        text = raw.decode('utf-8')
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"cannot read {path}: {e}. Delete it to download Tiny Shakespeare again.")
+    if hashlib.sha256(raw).hexdigest() != DATA_SHA256: # your own data is fine (lecture EX2)
+        print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is")
+    return text
+
+
+def download(url, path):
+    """Fetch url to path, check its sha256, and write it atomically: never a partial file."""
+    hint = f"download it by hand from {url} to {path}"
+    print(f"downloading Tiny Shakespeare from {url}")
+    try:
+        import requests
+        r = requests.get(url, timeout=30)
+        r.raise_for_status()
+    except ImportError:
+        fail(f"the requests package is missing (pip install requests), or {hint}")
+    except requests.RequestException as e:
+        reason = f"HTTP {e.response.status_code}" if e.response is not None else type(e).__name__
+        fail(f"could not download {url} ({reason}); {hint}")
+    digest = hashlib.sha256(r.content).hexdigest()
+    if digest != DATA_SHA256:
+        fail(f"the download has sha256 {digest}, expected {DATA_SHA256}; {hint}")
+    save_atomically(path, lambda f: f.write(r.content))
+    print(f"saved {len(r.content):,} bytes to {path} (sha256 checked)")
+
+
+def save_atomically(path, write):
+    """write(f) into a temporary file beside path, then rename it over path in one step."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.tmp-', suffix='-' + os.path.basename(path))
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask) # mkstemp makes it private; give it a normal file's mode
+        with os.fdopen(fd, 'wb') as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.remove(tmp)
+        raise
+
+
+def make_codec(chars):
+    """encode: string -> list of integers; decode: list of integers -> string"""
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    itos = {i: ch for i, ch in enumerate(chars)}
+    encode = lambda s: [stoi[c] for c in s]
+    decode = lambda l: ''.join([itos[i] for i in l])
+    return encode, decode
+
+
+def split_data(data):
+    """first 90% train, the rest val"""
+    n = int(0.9 * len(data))
+    return data[:n], data[n:]
+
+# ------------
+# data loading and evaluation
+
+def get_batch(data):
+    """A batch of inputs x and targets y (y is x shifted by one) from random offsets into data."""
+    # randint draws on the CPU generator, so the batches are the lecture's on every device;
+    # one gather replaces the lecture's Python loop of slices and picks the same characters
+    ix = torch.randint(len(data) - block_size, (batch_size,)).to(data.device)
+    t = torch.arange(block_size, device=data.device)
+    x = data[ix[:, None] + t]     # (B,T)
+    y = data[ix[:, None] + t + 1] # (B,T)
+    return x.to(device), y.to(device)
+
+
+@torch.no_grad()
+def estimate_loss(model, splits):
+    """Mean loss over eval_iters batches of each split: far less noisy than one batch's loss."""
+    out = {}
+    model.eval()
+    for split, data in splits.items():
+        losses = torch.zeros(eval_iters, device=device)
+        for k in range(eval_iters):
+            X, Y = get_batch(data)
+            with autocast():
+                logits, loss = model(X, Y)
+            losses[k] = loss # stays on the device: one sync per split instead of one per batch
+        out[split] = losses.mean().item()
+    model.train()
+    return out
+
+
+def autocast():
+    """bfloat16 autocast on CUDA when use_bf16 is on; otherwise plain float32."""
+    if use_bf16 and torch.device(device).type == 'cuda':
+        return torch.autocast('cuda', dtype=torch.bfloat16)
+    return nullcontext()
+
+# ------------
+# the model
+
+class Head(nn.Module):
+    """one head of self-attention"""
+
+    def __init__(self, head_size):
+        super().__init__()
+        self.key = nn.Linear(n_embd, head_size, bias=False)
+        self.query = nn.Linear(n_embd, head_size, bias=False)
+        self.value = nn.Linear(n_embd, head_size, bias=False)
+        # a buffer, not a parameter: it moves with .to() and is saved, but never trained
+        self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        k = self.key(x)   # (B,T,hs)
+        q = self.query(x) # (B,T,hs)
+        # affinities, scaled by 1/sqrt(hs) so softmax stays diffuse at init
+        wei = q @ k.transpose(-2, -1) * k.shape[-1]**-0.5 # (B,T,hs) @ (B,hs,T) -> (B,T,T)
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf')) # the future can't talk to the past
+        wei = F.softmax(wei, dim=-1) # (B,T,T)
+        wei = self.dropout(wei)
+        v = self.value(x) # (B,T,hs)
+        out = wei @ v # (B,T,T) @ (B,T,hs) -> (B,T,hs)
+        return out
+
+
+class MultiHeadAttention(nn.Module):
+    """multiple heads of self-attention in parallel"""
+
+    def __init__(self, num_heads, head_size):
+        super().__init__()
+        self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])
+        self.proj = nn.Linear(head_size * num_heads, n_embd)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        out = torch.cat([h(x) for h in self.heads], dim=-1) # (B,T,nh*hs)
+        out = self.dropout(self.proj(out))
+        return out
+
+
+class BatchedMultiHeadAttention(MultiHeadAttention):
+    """EX1: the same attention with the heads as a batch dimension; same parameters, same math"""
+
+    def forward(self, x):
+        B, T, C = x.shape
+        nh = len(self.heads)
+        # stacking every head's query, key and value weights gives one (3*nh*hs, C) matrix:
+        # one matmul computes them all, like nanoGPT's c_attn
+        w = torch.cat([torch.cat([h.query.weight for h in self.heads]),
+                       torch.cat([h.key.weight for h in self.heads]),
+                       torch.cat([h.value.weight for h in self.heads])])
+        q, k, v = (x @ w.T).split(w.shape[0] // 3, dim=-1) # 3 x (B,T,nh*hs)
+        q, k, v = (t.view(B, T, nh, -1).transpose(1, 2) for t in (q, k, v)) # (B,nh,T,hs)
+        p = self.heads[0].dropout.p if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True) # (B,nh,T,hs)
+        out = out.transpose(1, 2).reshape(B, T, -1) # (B,T,nh*hs): the heads side by side, as torch.cat
+        out = self.dropout(self.proj(out))
+        return out
+
+
+class FeedForward(nn.Module):
+    """a simple linear layer followed by a non-linearity: each token thinks on its own"""
+
+    def __init__(self, n_embd):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(n_embd, 4 * n_embd), # 4x wider inside, as in the paper (512 -> 2048)
+            nn.ReLU(),
+            nn.Linear(4 * n_embd, n_embd),
+            nn.Dropout(dropout),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Block(nn.Module):
+    """Transformer block: communication followed by computation"""
+
+    def __init__(self, n_embd, n_head):
+        # n_embd: embedding dimension, n_head: the number of heads we'd like
+        super().__init__()
+        head_size = n_embd // n_head
+        attention = BatchedMultiHeadAttention if fast_attention else MultiHeadAttention
+        self.sa = attention(n_head, head_size)
+        self.ffwd = FeedForward(n_embd)
+        self.ln1 = nn.LayerNorm(n_embd)
+        self.ln2 = nn.LayerNorm(n_embd)
+
+    def forward(self, x):
+        # residual connections, and pre-norm: LayerNorm before each sublayer, a deviation
+        # from the paper that the lecture makes too
+        x = x + self.sa(self.ln1(x))
+        x = x + self.ffwd(self.ln2(x))
+        return x
+
+
+class GPTLanguageModel(nn.Module):
+
+    def __init__(self, vocab_size):
+        super().__init__()
+        # each token reads an embedding off a lookup table, and each position another
+        self.token_embedding_table = nn.Embedding(vocab_size, n_embd)
+        self.position_embedding_table = nn.Embedding(block_size, n_embd)
+        self.blocks = nn.Sequential(*[Block(n_embd, n_head=n_head) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(n_embd) # final layer norm
+        self.lm_head = nn.Linear(n_embd, vocab_size)
+        # the published lecture code adds this init (the video did not cover it): it learns
+        # faster than PyTorch's default init
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets=None):
+        B, T = idx.shape
+        if T > self.position_embedding_table.num_embeddings:
+            raise ValueError(f"cannot forward a sequence of length {T}: "
+                             f"block_size is only {self.position_embedding_table.num_embeddings}")
+        # idx and targets are both (B,T) tensors of integers
+        tok_emb = self.token_embedding_table(idx) # (B,T,C)
+        pos_emb = self.position_embedding_table(torch.arange(T, device=idx.device)) # (T,C)
+        x = tok_emb + pos_emb # (B,T,C)
+        x = self.blocks(x) # (B,T,C)
+        x = self.ln_f(x) # (B,T,C)
+        logits = self.lm_head(x) # (B,T,vocab_size)
+
+        if targets is None:
+            loss = None
+        else:
+            B, T, C = logits.shape
+            logits = logits.view(B*T, C)
+            targets = targets.view(B*T)
+            loss = F.cross_entropy(logits, targets)
+
+        return logits, loss
+
+    @torch.no_grad()
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+        """Extend idx (B,T) by max_new_tokens sampled tokens; eval mode, so dropout is off."""
+        was_training = self.training
+        self.eval()
+        for _ in range(max_new_tokens):
+            # crop idx to the last block_size tokens: the position table has no more rows
+            idx_cond = idx[:, -self.position_embedding_table.num_embeddings:]
+            logits, loss = self(idx_cond)
+            logits = logits[:, -1, :] # focus only on the last time step: (B,C)
+            if temperature != 1.0:
+                logits = logits / temperature # < 1 sharpens the distribution, > 1 flattens it
+            if top_k is not None:
+                v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                logits = logits.masked_fill(logits < v[:, [-1]], float('-inf'))
+            probs = F.softmax(logits, dim=-1) # (B,C)
+            idx_next = torch.multinomial(probs, num_samples=1) # (B,1)
+            idx = torch.cat((idx, idx_next), dim=1) # (B,T+1)
+        self.train(was_training)
+        return idx
+
+# ------------
+# training: learning rate, checkpoints, the loop
+
+def get_lr(step):
+    """The lecture's constant rate, or with lr_decay: linear warmup, then cosine down to min_lr."""
+    if not lr_decay:
+        return learning_rate
+    if step < warmup_iters:
+        return learning_rate * (step + 1) / warmup_iters
+    progress = min(1.0, (step - warmup_iters) / max(1, max_iters - warmup_iters))
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (learning_rate - min_lr)
+
+
+SHAPE_KEYS = ('n_embd', 'n_head', 'n_layer', 'block_size')
+
+
+def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed):
+    """Everything an exact resume needs, written atomically: a crash never damages the old file."""
+    checkpoint = {
+        'model': model.state_dict(),
+        'optimizer': optimizer.state_dict(),
+        'step': step,
+        'config': {k: globals()[k] for k in config_keys},
+        'chars': chars,
+        'best_val_loss': best_val_loss,
+        'elapsed': elapsed,
+        'rng_cpu': torch.get_rng_state(),
+        'rng_cuda': torch.cuda.get_rng_state_all() if torch.device(device).type == 'cuda' else [],
+    }
+    save_atomically(path, lambda f: torch.save(checkpoint, f))
+
+
+def load_checkpoint(path, map_location='cpu'):
+    """torch.load with weights_only=True (no code in the file runs); a one-line error if unusable."""
+    if not os.path.exists(path):
+        fail(f"no checkpoint at {path}")
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+        assert isinstance(checkpoint, dict) and {'model', 'config', 'chars'} <= checkpoint.keys()
+    except Exception as e:
+        fail(f"{path} is not a readable checkpoint of gpt.py ({type(e).__name__})")
+    return checkpoint
+
+
+def check_compatible(checkpoint, chars, path):
+    """Resuming needs the same model shape and vocabulary; say exactly what differs."""
+    saved = checkpoint['config']
+    diffs = [f"{k}={saved.get(k)} there, {globals()[k]} here" for k in SHAPE_KEYS
+             if saved.get(k) != globals()[k]]
+    if checkpoint['chars'] != chars:
+        diffs.append(f"a vocabulary of {len(checkpoint['chars'])} characters there, {len(chars)} here")
+    if diffs:
+        fail(f"cannot resume from {path}: " + '; '.join(diffs))
+
+
+class StopRequest:
+    """The first Ctrl-C asks the loop to save and stop after the current step; a second one quits."""
+
+    def __init__(self):
+        self.requested = False
+
+    def __call__(self, signum, frame):
+        self.requested = True
+        print("\nCtrl-C: saving a checkpoint after this step (Ctrl-C again quits without saving)",
+              flush=True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def main():
+    apply_overrides(sys.argv[1:], globals())
+    global use_tf32, use_bf16, use_compile, use_fused_adamw, fast_attention
+    device_type = torch.device(device).type
+    if device_type != 'cuda':
+        use_tf32 = use_bf16 = use_compile = use_fused_adamw = False
+    if fast_attention is None:
+        fast_attention = device_type == 'cuda'
+    torch.backends.cuda.matmul.allow_tf32 = use_tf32
+    torch.backends.cudnn.allow_tf32 = use_tf32
+    print(f"device: {device}")
+    print('config: ' + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
+    if device_type == 'cpu' and n_layer * n_embd**2 * block_size >= 6 * 384**2 * 256:
+        print("hint: the full lecture config takes about 10 s per step on a 2-core CPU (14 hours); "
+              "for a 2-minute run see 'No GPU?' in README.md")
+
+    torch.manual_seed(seed)
+
+    text = read_text()
+    # here are all the unique characters that occur in this text
+    chars = sorted(list(set(text)))
+    vocab_size = len(chars)
+    encode, decode = make_codec(chars)
+    data = torch.tensor(encode(text), dtype=torch.long)
+    train_data, val_data = split_data(data.to(device)) # all of it lives on the device: ~9 MB
+    if len(val_data) <= block_size:
+        fail(f"{INPUT_PATH} is too short: its val split holds {len(val_data)} characters, "
+             f"block_size is {block_size}")
+    print(f"{len(text):,} characters, vocab {vocab_size}, "
+          f"{len(train_data):,} train / {len(val_data):,} val")
+
+    ckpt_path = os.path.join(out_dir, 'ckpt.pt') if out_dir else ''
+    best_path = os.path.join(out_dir, 'best.pt') if out_dir else ''
+    log_path = os.path.join(out_dir, 'log.csv') if out_dir else ''
+    checkpoint = None
+    if resume:
+        if not out_dir:
+            fail("--resume=True needs an out_dir to resume from")
+        checkpoint = load_checkpoint(ckpt_path, map_location=device)
+        check_compatible(checkpoint, chars, ckpt_path)
+
+    model = GPTLanguageModel(vocab_size)
+    m = model.to(device)
+    # print the number of parameters in the model
+    print(sum(p.numel() for p in m.parameters())/1e6, 'M parameters')
+
+    # create a PyTorch optimizer
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
+                                  fused=True if use_fused_adamw else None)
+
+    start_step, best_val_loss, elapsed_before = 0, float('inf'), 0.0
+    if checkpoint is not None:
+        model.load_state_dict(checkpoint['model'])
+        optimizer.load_state_dict(checkpoint['optimizer'])
+        start_step = checkpoint['step']
+        best_val_loss = checkpoint['best_val_loss']
+        elapsed_before = checkpoint['elapsed']
+        torch.set_rng_state(checkpoint['rng_cpu'].cpu())
+        if device_type == 'cuda' and checkpoint['rng_cuda']:
+            torch.cuda.set_rng_state_all([s.cpu() for s in checkpoint['rng_cuda']])
+        print(f"resumed from {ckpt_path} at step {start_step} (best val loss {best_val_loss:.4f})")
+
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        keep = []
+        if resume and os.path.exists(log_path): # drop log rows past the checkpoint
+            with open(log_path) as f:
+                keep = [row for row in f.read().splitlines()[1:] if int(row.split(',')[0]) <= start_step]
+        with open(log_path, 'w') as f:
+            f.write('\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n')
+
+    train_model = torch.compile(model) if use_compile else model
+    splits = {'train': train_data, 'val': val_data}
+    stop = StopRequest()
+    signal.signal(signal.SIGINT, stop)
+    t0 = time.time() - elapsed_before
+    t_last, step_last = time.time(), start_step
+
+    def checkpoint_now(path, step):
+        save_checkpoint(path, model, optimizer, step, chars, best_val_loss, time.time() - t0)
+
+    for step in range(start_step, max_iters + 1):
+
+        # every once in a while evaluate the loss on train and val sets, and after the last step;
+        # a checkpoint at start_step was written after that step's evaluation
+        resumed_here = checkpoint is not None and step == start_step
+        if (step % eval_interval == 0 or step == max_iters) and not resumed_here:
+            losses = estimate_loss(train_model, splits)
+            now = time.time()
+            progress = f" | {now - t0:.1f}s"
+            if step > step_last: # speed of the training steps since the last evaluation
+                seconds = now - t_last
+                progress += (f", {seconds * 1000 / (step - step_last):.1f} ms/step, "
+                             f"{(step - step_last) * batch_size * block_size / seconds:,.0f} tok/s")
+            print(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
+                  + progress, flush=True)
+            if out_dir:
+                with open(log_path, 'a') as f:
+                    f.write(f"{step},{losses['train']:.6f},{losses['val']:.6f},{now - t0:.3f}\n")
+                if losses['val'] < best_val_loss:
+                    best_val_loss = losses['val']
+                    checkpoint_now(best_path, step)
+                checkpoint_now(ckpt_path, step)
+            t_last, step_last = time.time(), step
+        if step == max_iters:
+            break
+
+        if stop.requested:
+            if not out_dir:
+                print(f"stopped at step {step}; nothing saved (out_dir is empty)")
+                sys.exit(130)
+            checkpoint_now(ckpt_path, step)
+            again = ' '.join([sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')])
+            print(f"stopped at step {step}; saved {ckpt_path}\n"
+                  f"resume with: python {again} --resume=True")
+            sys.exit(130)
+
+        # sample a batch of data
+        xb, yb = get_batch(train_data)
+
+        # evaluate the loss
+        for group in optimizer.param_groups:
+            group['lr'] = get_lr(step)
+        with autocast():
+            logits, loss = train_model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if out_dir:
+        print(f"saved {ckpt_path}; best val loss {best_val_loss:.4f} in {best_path}")
+
+    # generate from the model
+    context = torch.zeros((1, 1), dtype=torch.long, device=device) # token 0 is '\n'
+    print(decode(m.generate(context, max_new_tokens=max_new_tokens)[0].tolist()))
+
+
+if __name__ == '__main__':
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("\ninterrupted; nothing saved since the last checkpoint", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,132 @@
+"""The data: the facts of Tiny Shakespeare, and its download against a server on 127.0.0.1."""
+import hashlib
+import http.server
+import os
+import socket
+import threading
+
+import pytest
+import torch
+
+import bigram
+import gpt
+from conftest import INPUT, needs_input
+
+
+@needs_input
+def test_tiny_shakespeare_facts():
+    text = gpt.read_text(INPUT)
+    assert len(text) == 1_115_394
+    chars = sorted(set(text))
+    assert len(chars) == 65 and chars[:2] == ['\n', ' ']
+    encode, decode = gpt.make_codec(chars)
+    data = torch.tensor(encode(text), dtype=torch.long)
+    train, val = gpt.split_data(data)
+    assert (len(train), len(val)) == (1_003_854, 111_540)
+    assert decode(encode(text[:1000])) == text[:1000]
+
+
+@pytest.fixture
+def server():
+    """An HTTP server on 127.0.0.1 that serves whatever bytes the test puts in `body`."""
+    state = {'body': b'', 'status': 200}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(state['status'])
+            self.send_header('Content-Length', str(len(state['body'])))
+            self.end_headers()
+            self.wfile.write(state['body'])
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    state['url'] = f'http://127.0.0.1:{httpd.server_address[1]}/input.txt'
+    yield state
+    httpd.shutdown()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def fake_dataset(monkeypatch, module, body):
+    """Make `body` the data set the module expects, so the tests need no 1 MB file."""
+    monkeypatch.setattr(module, 'DATA_SHA256', hashlib.sha256(body).hexdigest())
+
+
+@pytest.mark.parametrize('module', [gpt, bigram])
+def test_download_writes_the_checked_file(module, server, tmp_path, monkeypatch, capsys):
+    server['body'] = b'First Citizen:\nBefore we proceed any further, hear me speak.\n' * 50
+    fake_dataset(monkeypatch, module, server['body'])
+    path = tmp_path / 'input.txt'
+    text = module.read_text(str(path), server['url'])
+    assert path.read_bytes() == server['body'] and text == server['body'].decode()
+    assert 'sha256 checked' in capsys.readouterr().out
+    assert os.listdir(tmp_path) == ['input.txt']
+
+
+@needs_input
+def test_download_of_the_real_file(server, tmp_path):
+    with open(INPUT, 'rb') as f:
+        server['body'] = f.read()
+    path = tmp_path / 'input.txt'
+    assert len(gpt.read_text(str(path), server['url'])) == 1_115_394
+
+
+def expect_failure(module, url, path, capsys, *words):
+    with pytest.raises(SystemExit) as e:
+        module.read_text(str(path), url)
+    assert e.value.code != 0
+    err = capsys.readouterr().err
+    assert err.startswith('error: ') and err.count('\n') == 1, err  # one line, no traceback
+    assert 'download it by hand from' in err
+    for word in words:
+        assert word in err
+    assert os.listdir(path.parent) == []  # nothing partial left behind
+
+
+@pytest.mark.parametrize('module', [gpt, bigram])
+def test_checksum_mismatch_leaves_nothing(module, server, tmp_path, capsys):
+    server['body'] = b'not shakespeare at all\n' * 100
+    expect_failure(module, server['url'], tmp_path / 'input.txt', capsys, 'sha256')
+
+
+@pytest.mark.parametrize('module', [gpt, bigram])
+def test_http_error_is_one_line(module, server, tmp_path, capsys):
+    server['status'] = 404
+    expect_failure(module, server['url'], tmp_path / 'input.txt', capsys, 'HTTP 404')
+
+
+@pytest.mark.parametrize('module', [gpt, bigram])
+def test_server_down_is_one_line(module, tmp_path, capsys):
+    url = f'http://127.0.0.1:{free_port()}/input.txt'
+    expect_failure(module, url, tmp_path / 'input.txt', capsys, 'ConnectionError')
+
+
+def test_unreadable_input_is_one_line(tmp_path, capsys):
+    path = tmp_path / 'input.txt'
+    path.write_bytes(b'\xff\xfe not utf-8')
+    with pytest.raises(SystemExit):
+        gpt.read_text(str(path))
+    err = capsys.readouterr().err
+    assert err.startswith('error: cannot read') and err.count('\n') == 1
+
+
+@needs_input
+def test_get_batch_draws_the_lectures_batches(tiny):
+    """Our one-gather get_batch picks exactly what the lecture's loop of slices picks."""
+    text = gpt.read_text(INPUT)
+    encode, _ = gpt.make_codec(sorted(set(text)))
+    data = torch.tensor(encode(text[:20000]), dtype=torch.long)
+    torch.manual_seed(1337)
+    x, y = gpt.get_batch(data)
+    torch.manual_seed(1337)
+    ix = torch.randint(len(data) - gpt.block_size, (gpt.batch_size,))
+    assert torch.equal(x, torch.stack([data[i:i + gpt.block_size] for i in ix]))
+    assert torch.equal(y, torch.stack([data[i + 1:i + gpt.block_size + 1] for i in ix]))

@@ -1,0 +1,165 @@
+"""The model: shapes, causality, size, init, state_dicts, and that it can learn."""
+import math
+from collections import OrderedDict
+
+import pytest
+import torch
+import torch.nn as nn
+
+import gpt
+
+
+def test_shapes(tiny):
+    x = torch.randn(3, 10, tiny.n_embd)
+    assert tiny.Head(8)(x).shape == (3, 10, 8)
+    assert tiny.MultiHeadAttention(4, 8)(x).shape == (3, 10, 32)
+    assert tiny.FeedForward(32)(x).shape == (3, 10, 32)
+    assert tiny.Block(32, 4)(x).shape == (3, 10, 32)
+    idx = torch.randint(65, (3, 10))
+    logits, loss = tiny.GPTLanguageModel(65)(idx)
+    assert logits.shape == (3, 10, 65) and loss is None
+    logits, loss = tiny.GPTLanguageModel(65)(idx, idx)
+    assert logits.shape == (30, 65) and loss.shape == ()  # the lecture flattens with targets
+
+
+def test_changing_a_later_token_leaves_earlier_logits_unchanged(tiny):
+    torch.manual_seed(0)
+    model = tiny.GPTLanguageModel(65).eval()
+    idx = torch.randint(65, (2, 16))
+    for t in (0, 7, 14):
+        changed = idx.clone()
+        changed[:, t + 1] = (changed[:, t + 1] + 1) % 65
+        a, _ = model(idx)
+        b, _ = model(changed)
+        assert torch.equal(a[:, :t + 1], b[:, :t + 1])
+        assert not torch.allclose(a[:, t + 1], b[:, t + 1])
+
+
+def test_parameter_count_is_the_lectures():
+    # 10,788,929: the lecture's scaled config with its 65-character vocabulary
+    model = gpt.GPTLanguageModel(65)
+    assert sum(p.numel() for p in model.parameters()) == 10_788_929
+
+
+def test_initial_loss_is_near_uniform(tiny):
+    # normal(0, 0.02) init: the first predictions are nearly uniform, so the loss is about ln 65
+    torch.manual_seed(0)
+    model = tiny.GPTLanguageModel(65)
+    idx = torch.randint(65, (8, 16))
+    _, loss = model(idx, torch.randint(65, (8, 16)))
+    assert abs(loss.item() - math.log(65)) < 0.1
+
+
+def test_state_dict_round_trip(tiny):
+    torch.manual_seed(0)
+    a = tiny.GPTLanguageModel(65).eval()
+    torch.manual_seed(1)
+    b = tiny.GPTLanguageModel(65).eval()
+    idx = torch.randint(65, (2, 16))
+    assert not torch.equal(a(idx)[0], b(idx)[0])
+    b.load_state_dict(a.state_dict(), strict=True)
+    assert torch.equal(a(idx)[0], b(idx)[0])
+
+
+def lecture_layout(vocab_size, n_embd, n_head, n_layer, block_size):
+    """The module tree of the lecture's published gpt.py, named as in shared/lecture/README.md,
+    built from plain torch modules so it shares no code with ours."""
+    def block():
+        hs = n_embd // n_head
+        head = lambda: nn.ModuleDict(OrderedDict(
+            key=nn.Linear(n_embd, hs, bias=False), query=nn.Linear(n_embd, hs, bias=False),
+            value=nn.Linear(n_embd, hs, bias=False)))
+        heads = nn.ModuleList([head() for _ in range(n_head)])
+        for h in heads:
+            h.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))
+        sa = nn.ModuleDict(OrderedDict(heads=heads, proj=nn.Linear(n_embd, n_embd)))
+        ffwd = nn.ModuleDict(OrderedDict(net=nn.Sequential(
+            nn.Linear(n_embd, 4 * n_embd), nn.ReLU(), nn.Linear(4 * n_embd, n_embd), nn.Dropout())))
+        return nn.ModuleDict(OrderedDict(sa=sa, ffwd=ffwd, ln1=nn.LayerNorm(n_embd), ln2=nn.LayerNorm(n_embd)))
+    return nn.ModuleDict(OrderedDict(
+        token_embedding_table=nn.Embedding(vocab_size, n_embd),
+        position_embedding_table=nn.Embedding(block_size, n_embd),
+        blocks=nn.Sequential(*[block() for _ in range(n_layer)]),
+        ln_f=nn.LayerNorm(n_embd),
+        lm_head=nn.Linear(n_embd, vocab_size)))
+
+
+def test_lecture_state_dict_loads_strictly_and_back():
+    ours = gpt.GPTLanguageModel(65)
+    theirs = lecture_layout(65, gpt.n_embd, gpt.n_head, gpt.n_layer, gpt.block_size)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    assert torch.equal(ours.lm_head.weight, theirs.lm_head.weight)
+    theirs.load_state_dict(ours.state_dict(), strict=True)
+
+
+def test_batched_attention_equals_the_lectures_heads(tiny):
+    """EX1: one batched computation over all heads gives the per-head result, same weights."""
+    torch.manual_seed(0)
+    lecture = tiny.MultiHeadAttention(4, 8).eval()
+    batched = tiny.BatchedMultiHeadAttention(4, 8).eval()
+    batched.load_state_dict(lecture.state_dict(), strict=True)
+    x = torch.randn(3, 16, 32)
+    assert torch.allclose(lecture(x), batched(x), atol=1e-6)
+    assert torch.allclose(lecture(x[:, :5]), batched(x[:, :5]), atol=1e-6)
+
+
+def test_fast_attention_model_matches_and_shares_state_dicts(tiny, monkeypatch):
+    torch.manual_seed(0)
+    slow = tiny.GPTLanguageModel(65).eval()
+    monkeypatch.setattr(gpt, 'fast_attention', True)
+    fast = tiny.GPTLanguageModel(65).eval()
+    assert isinstance(fast.blocks[0].sa, gpt.BatchedMultiHeadAttention)
+    fast.load_state_dict(slow.state_dict(), strict=True)
+    idx = torch.randint(65, (2, 16))
+    assert torch.allclose(slow(idx)[0], fast(idx)[0], atol=1e-5)
+
+
+def test_model_overfits_one_batch(tiny):
+    torch.manual_seed(0)
+    model = tiny.GPTLanguageModel(65)
+    idx = torch.randint(65, (4, 16))
+    targets = torch.randint(65, (4, 16))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        _, loss = model(idx, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.1  # from ln 65 = 4.17: it memorized 64 random targets
+
+
+def test_generate_extends_and_crops_to_block_size(tiny):
+    model = tiny.GPTLanguageModel(65)
+    model.train()
+    out = model.generate(torch.zeros((2, 1), dtype=torch.long), max_new_tokens=40)
+    assert out.shape == (2, 41)  # longer than block_size 16: the context was cropped
+    assert model.training  # generate switched to eval mode and back
+
+
+def test_generate_is_deterministic_and_dropout_free(tiny, monkeypatch):
+    monkeypatch.setattr(gpt, 'dropout', 0.5)
+    torch.manual_seed(0)
+    model = tiny.GPTLanguageModel(65)
+    outs = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        outs.append(model.generate(torch.zeros((1, 1), dtype=torch.long), max_new_tokens=20))
+    assert torch.equal(*outs)
+    # dropout is off while sampling: the plain eval-mode logits give the same first token
+    torch.manual_seed(3)
+    logits, _ = model.eval()(torch.zeros((1, 1), dtype=torch.long))
+    first = torch.multinomial(torch.softmax(logits[:, -1], -1), 1)
+    assert first.item() == outs[0][0, 1].item()
+
+
+def test_too_long_input_is_a_clear_error(tiny):
+    with pytest.raises(ValueError, match='block_size is only 16'):
+        tiny.GPTLanguageModel(65)(torch.zeros((1, 17), dtype=torch.long))
+
+
+def test_encode_decode_round_trip():
+    encode, decode = gpt.make_codec(sorted(set('hello world\n')))
+    s = 'hello\nworld old'
+    assert decode(encode(s)) == s
+    assert encode('\n ') == [0, 1]

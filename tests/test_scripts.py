@@ -1,0 +1,89 @@
+"""bigram.py and gpt.py run end to end in a subprocess, as a learner runs them."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, needs_input
+
+TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
+            '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=50',
+            '--device=cpu']
+
+
+def run(script, *args, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def losses(stdout):
+    """{step: (train, val)} from the 'step N: train loss X, val loss Y' lines."""
+    found = re.findall(r'^step (\d+): train loss ([\d.]+), val loss ([\d.]+)', stdout, re.M)
+    return {int(s): (float(t), float(v)) for s, t, v in found}
+
+
+@needs_input
+def test_bigram_prints_the_lectures_exact_losses():
+    # what the lecture's bigram.py prints with PyTorch 2.13 on a CPU (same init, batches, steps)
+    r = run('bigram.py')
+    assert r.returncode == 0, r.stderr
+    assert 'step 0: train loss 4.7305, val loss 4.7241\n' in r.stdout
+    assert 'step 2700: train loss 2.4738, val loss 2.4911\n' in r.stdout
+    found = losses(r.stdout)
+    assert sorted(found) == list(range(0, 3001, 300))  # the last step is evaluated too
+    assert abs(found[3000][1] - 2.49) < 0.02
+    sample = r.stdout.split('step 3000:')[1].split('\n', 1)[1]
+    assert len(sample) >= 500
+
+
+@needs_input
+def test_gpt_trains_end_to_end_and_samples(tmp_path):
+    r = run('gpt.py', *TINY_GPT, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith('device: cpu\n')
+    found = losses(r.stdout)
+    assert sorted(found) == [0, 10, 20, 30]
+    assert found[30][1] < found[0][1]  # it learned something
+    assert re.search(r'^step 30: .* \| [\d.]+s, [\d.]+ ms/step, [\d,]+ tok/s$', r.stdout, re.M)
+    assert sorted(os.listdir(tmp_path / 'out')) == ['best.pt', 'ckpt.pt', 'log.csv']
+    assert len(r.stdout.rsplit('best.pt\n', 1)[1]) >= 50  # the sample
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+@pytest.mark.parametrize('arg, words', [
+    ('--max_itters=10', ['unknown option', '--max_iters']),
+    ('--max_iters=1.5', ['--max_iters expects int', "'1.5'"]),
+    ('--max_iters=ten', ['--max_iters expects int']),
+    ('--learning_rate=fast', ['--learning_rate expects float']),
+    ('--max_iters', ['unknown option', 'use --key=value']),
+    ('input.txt', ['unknown option']),
+])
+def test_bad_options_are_one_line_errors(script, arg, words, tmp_path):
+    r = run(script, arg, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stdout == ''
+    assert r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
+    assert 'valid keys: ' in r.stderr and '--batch_size' in r.stderr
+    for word in words:
+        assert word in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_gpt_bool_option_wants_a_bool(tmp_path):
+    r = run('gpt.py', '--resume=1', cwd=tmp_path)
+    assert r.returncode == 2 and '--resume expects bool' in r.stderr
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_help_lists_the_hyperparameters(script):
+    r = run(script, '--help')
+    assert r.returncode == 0 and '--batch_size=' in r.stdout and '--max_iters=' in r.stdout
+
+
+def test_importing_is_silent(tmp_path):
+    code = f"import sys; sys.path.insert(0, {ROOT!r}); import gpt, bigram"
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == '' and r.stderr == ''
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,61 @@
+"""
+Plot the train and val loss curves from the log.csv that gpt.py writes into out_dir.
+
+    python scripts/plot_losses.py                        # out/log.csv -> out/loss.png
+    python scripts/plot_losses.py runs/a/log.csv --out=a.png
+
+Needs matplotlib, an optional extra: pip install matplotlib
+"""
+import argparse
+import csv
+import os
+import sys
+
+
+def read_log(path):
+    try:
+        with open(path, newline='') as f:
+            rows = list(csv.DictReader(f))
+        return [(int(r['step']), float(r['train_loss']), float(r['val_loss'])) for r in rows]
+    except OSError as e:
+        sys.exit(f"error: cannot read {path}: {e.strerror}")
+    except (KeyError, ValueError, TypeError):
+        sys.exit(f"error: {path} is not a log.csv of gpt.py (step,train_loss,val_loss,elapsed_s)")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('log', nargs='?', default=os.path.join('out', 'log.csv'))
+    p.add_argument('--out', default=None, help='the PNG to write (default: loss.png beside the log)')
+    p.add_argument('--title', default=None)
+    args = p.parse_args(argv)
+    rows = read_log(args.log)
+    if not rows:
+        sys.exit(f"error: {args.log} has no evaluations yet")
+    try:
+        import matplotlib
+        matplotlib.use('Agg') # no screen needed
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("error: plotting needs matplotlib, an optional extra: pip install matplotlib")
+
+    steps, train, val = zip(*rows)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.plot(steps, train, label='train', marker='.')
+    ax.plot(steps, val, label='val', marker='.')
+    best = min(range(len(val)), key=val.__getitem__)
+    ax.annotate(f'best val {val[best]:.4f}', (steps[best], val[best]), textcoords='offset points',
+                xytext=(0, 12), ha='center')
+    ax.set_xlabel('step')
+    ax.set_ylabel('loss (cross-entropy per character, nats)')
+    ax.set_title(args.title or args.log)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out = args.out or os.path.join(os.path.dirname(args.log), 'loss.png')
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

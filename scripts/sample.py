@@ -1,0 +1,110 @@
+"""
+Sample text from a checkpoint that gpt.py saved, without training.
+
+    python scripts/sample.py                                      # from out/best.pt
+    python scripts/sample.py --prompt="ROMEO:" --temperature=0.8 --top_k=40 --num_samples=3
+    python scripts/sample.py --prompt=@prompt.txt --max_new_tokens=10000 --out=more.txt
+
+With no --temperature and no --top_k this is the lecture's plain multinomial sampling.
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpt  # noqa: E402
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        gpt.fail(f"{message} (see --help)", code=2)
+
+
+def positive(kind):
+    def parse(text):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def parse_args(argv):
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--ckpt', default=os.path.join('out', 'best.pt'), help='checkpoint (default: %(default)s)')
+    p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "
+                   "(default: a newline, as in the lecture)")
+    p.add_argument('--max_new_tokens', type=int, default=500, help='characters to generate per sample')
+    p.add_argument('--temperature', type=positive(float), default=1.0, help='< 1 is more conservative, > 1 wilder')
+    p.add_argument('--top_k', type=positive(int), default=None, help='sample only among the k likeliest characters')
+    p.add_argument('--num_samples', type=positive(int), default=1)
+    p.add_argument('--seed', type=int, default=1337)
+    p.add_argument('--device', default=gpt.device)
+    p.add_argument('--out', default=None, help='write the samples to this file instead of printing them')
+    args = p.parse_args(argv)
+    if args.max_new_tokens < 0:
+        p.error(f"--max_new_tokens must be >= 0, got {args.max_new_tokens}")
+    return args
+
+
+def read_prompt(prompt):
+    if not prompt.startswith('@'):
+        return prompt
+    try:
+        with open(prompt[1:], encoding='utf-8') as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        gpt.fail(f"cannot read the prompt file {prompt[1:]}: {e}")
+
+
+def load_model(path, device):
+    """Rebuild GPTLanguageModel with the checkpoint's shape and load its weights on device."""
+    checkpoint = gpt.load_checkpoint(path, map_location='cpu') # a GPU checkpoint loads anywhere
+    for key in gpt.SHAPE_KEYS:
+        setattr(gpt, key, checkpoint['config'][key])
+    gpt.dropout = 0.0
+    model = gpt.GPTLanguageModel(len(checkpoint['chars']))
+    try:
+        model.load_state_dict(checkpoint['model'])
+    except RuntimeError as e:
+        gpt.fail(f"{path} does not fit GPTLanguageModel: {str(e).splitlines()[0]}")
+    return model.to(device).eval(), checkpoint
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        torch.empty(0, device=args.device)
+    except (RuntimeError, AssertionError) as e:
+        gpt.fail(f"cannot use device {args.device!r}: {str(e).splitlines()[0]}")
+    model, checkpoint = load_model(args.ckpt, args.device)
+    chars = checkpoint['chars']
+    encode, decode = gpt.make_codec(chars)
+
+    prompt = read_prompt(args.prompt)
+    unknown = sorted(set(prompt) - set(chars))
+    if unknown:
+        gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
+                 f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}")
+    start = encode(prompt) if prompt else [0] # token 0 is '\n', the lecture's start
+    context = torch.tensor([start] * args.num_samples, dtype=torch.long, device=args.device)
+
+    torch.manual_seed(args.seed)
+    out = model.generate(context, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k)
+    samples = [decode(row.tolist()) for row in out]
+    text = '\n---------------\n'.join(samples) + '\n'
+    if args.out:
+        gpt.save_atomically(args.out, lambda f: f.write(text.encode('utf-8')))
+        print(f"wrote {args.num_samples} sample(s), {len(text):,} characters, to {args.out}")
+    else:
+        print(text, end='')
+
+
+if __name__ == '__main__':
+    try:
+        main(sys.argv[1:])
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,199 @@
+"""Checkpoints: exact resume, Ctrl-C, atomic saves, clear errors; sampling from a checkpoint."""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import gpt
+from conftest import ROOT, needs_input
+from test_scripts import losses, run
+
+pytestmark = needs_input
+
+# dropout stays on (0.2), so an exact resume must restore the RNG state too
+TINY = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
+        '--eval_interval=50', '--eval_iters=5', '--max_new_tokens=80', '--device=cpu']
+
+
+def loss_lines(stdout):
+    return re.findall(r'^step \d+: train loss [\d.]+, val loss [\d.]+', stdout, re.M)
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(tmp_path_factory):
+    """300 steps in one go: the run every interrupted run must reproduce."""
+    out = tmp_path_factory.mktemp('a')
+    r = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={out}')
+    assert r.returncode == 0, r.stderr
+    return r.stdout, out
+
+
+def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
+    full, full_dir = uninterrupted
+    out = tmp_path / 'out'
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'gpt.py'), *TINY,
+                          '--max_iters=100000', f'--out_dir={out}'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = []
+    for line in p.stdout:
+        first.append(line)
+        if line.startswith('step 50:'):
+            p.send_signal(signal.SIGINT)
+            break
+    rest, err = p.communicate(timeout=60)
+    first = ''.join(first) + rest
+    assert p.returncode == 130, err
+    stopped = int(re.search(r'stopped at step (\d+); saved (.*ckpt\.pt)', first).group(1))
+    assert 50 <= stopped < 300
+    assert re.search(r'resume with: python .*gpt\.py .*--resume=True', first)
+    assert os.path.exists(out / 'ckpt.pt')
+
+    r = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={out}', '--resume=True')
+    assert r.returncode == 0, r.stderr
+    assert f'resumed from {out / "ckpt.pt"} at step {stopped}' in r.stdout
+    assert loss_lines(first) + loss_lines(r.stdout) == loss_lines(full)
+    assert full.rsplit('best.pt\n', 1)[1] == r.stdout.rsplit('best.pt\n', 1)[1]  # the same sample
+    steps = lambda d: [row.split(',')[0] for row in open(d / 'log.csv').read().splitlines()]
+    assert steps(out) == steps(full_dir)
+
+
+def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):
+    full, _ = uninterrupted
+    a = run('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
+    b = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True')
+    assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+    assert loss_lines(a.stdout) + loss_lines(b.stdout) == loss_lines(full)
+    assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['step'] == 300
+
+
+def test_best_checkpoint_holds_the_lowest_val_loss(uninterrupted):
+    full, out = uninterrupted
+    best = min(v for _, v in losses(full).values())
+    checkpoint = torch.load(out / 'best.pt', weights_only=True)
+    assert round(checkpoint['best_val_loss'], 4) == best
+    assert checkpoint['chars'][:2] == ['\n', ' '] and len(checkpoint['chars']) == 65
+    assert {'model', 'optimizer', 'step', 'config', 'rng_cpu'} <= checkpoint.keys()
+
+
+def one_line_error(r, *words):
+    assert r.returncode != 0 and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
+    for word in words:
+        assert word in r.stderr
+
+
+def test_resume_with_another_shape_is_a_clear_error(uninterrupted):
+    _, out = uninterrupted
+    r = run('gpt.py', *TINY, '--n_embd=32', '--max_iters=400', f'--out_dir={out}', '--resume=True')
+    one_line_error(r, 'cannot resume', 'n_embd=16 there, 32 here')
+
+
+def test_resume_with_another_vocabulary_is_a_clear_error():
+    checkpoint = {'config': {k: getattr(gpt, k) for k in gpt.SHAPE_KEYS}, 'chars': list('abc')}
+    with pytest.raises(SystemExit):
+        gpt.check_compatible(checkpoint, list('abcd'), 'ckpt.pt')
+
+
+def test_resume_without_or_with_a_corrupt_checkpoint(tmp_path):
+    one_line_error(run('gpt.py', *TINY, f'--out_dir={tmp_path}', '--resume=True'), 'no checkpoint at')
+    (tmp_path / 'ckpt.pt').write_bytes(b'PK\x03\x04 half a file')
+    one_line_error(run('gpt.py', *TINY, f'--out_dir={tmp_path}', '--resume=True'),
+                   'not a readable checkpoint')
+
+
+def test_a_crash_while_saving_keeps_the_old_file(tmp_path):
+    path = tmp_path / 'ckpt.pt'
+    path.write_bytes(b'the previous checkpoint')
+
+    def crash(f):
+        f.write(b'half of a new one')
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        gpt.save_atomically(str(path), crash)
+    assert path.read_bytes() == b'the previous checkpoint'
+    assert os.listdir(tmp_path) == ['ckpt.pt']
+
+
+# ------------ scripts/sample.py
+
+def sample(*args):
+    return run(os.path.join('scripts', 'sample.py'), *args)
+
+
+def test_sample_with_prompt_temperature_and_top_k(uninterrupted):
+    _, out = uninterrupted
+    args = [f'--ckpt={out / "best.pt"}', '--prompt=ROMEO:', '--temperature=0.8', '--top_k=10',
+            '--max_new_tokens=100', '--num_samples=2', '--device=cpu']
+    a, b = sample(*args), sample(*args)
+    assert a.returncode == 0, a.stderr
+    samples = a.stdout.split('\n---------------\n')
+    assert len(samples) == 2 and all(s.startswith('ROMEO:') for s in samples)
+    assert len(samples[0]) == len('ROMEO:') + 100
+    assert a.stdout == b.stdout  # same seed, same sample
+    assert sample(*args, '--seed=7').stdout != a.stdout
+
+
+def test_plain_sampling_is_the_lectures_multinomial(uninterrupted, monkeypatch):
+    _, out = uninterrupted
+    r = sample(f'--ckpt={out / "ckpt.pt"}', '--max_new_tokens=30', '--seed=5', '--device=cpu')
+    checkpoint = torch.load(out / 'ckpt.pt', weights_only=True)
+    for key in gpt.SHAPE_KEYS:
+        monkeypatch.setattr(gpt, key, checkpoint['config'][key])
+    model = gpt.GPTLanguageModel(65).eval()
+    model.load_state_dict(checkpoint['model'])
+    torch.manual_seed(5)
+    idx = torch.zeros((1, 1), dtype=torch.long)
+    with torch.no_grad():  # the lecture's loop, written out
+        for _ in range(30):
+            logits, _ = model(idx[:, -16:])
+            probs = torch.softmax(logits[:, -1, :], dim=-1)
+            idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
+    _, decode = gpt.make_codec(checkpoint['chars'])
+    assert r.stdout == decode(idx[0].tolist()) + '\n'
+
+
+def test_sample_to_a_file_and_from_a_prompt_file(uninterrupted, tmp_path):
+    _, out = uninterrupted
+    (tmp_path / 'prompt.txt').write_text('KING RICHARD:\n')
+    r = sample(f'--ckpt={out / "best.pt"}', f'--prompt=@{tmp_path / "prompt.txt"}',
+               '--max_new_tokens=200', f'--out={tmp_path / "more.txt"}', '--device=cpu')
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / 'more.txt').read_text()
+    assert text.startswith('KING RICHARD:\n') and len(text) == len('KING RICHARD:\n') + 200 + 1
+
+
+def test_sample_errors_are_one_line(uninterrupted, tmp_path):
+    _, out = uninterrupted
+    ckpt = f'--ckpt={out / "best.pt"}'
+    one_line_error(sample(ckpt, '--prompt=caf\u00e9 \u20ac'), 'never saw', "'\u00e9\u20ac'")
+    one_line_error(sample(f'--ckpt={tmp_path / "missing.pt"}'), 'no checkpoint at')
+    (tmp_path / 'bad.pt').write_bytes(b'\x80\x02 not a checkpoint')
+    one_line_error(sample(f'--ckpt={tmp_path / "bad.pt"}'), 'not a readable checkpoint')
+    one_line_error(sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}'), 'cannot read the prompt file')
+    one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
+    one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
+    one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')
+    torch.save({'model': {'x': torch.zeros(1)}, 'config': {k: 8 for k in gpt.SHAPE_KEYS},
+                'chars': list('ab')}, tmp_path / 'other.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "other.pt"}'), 'does not fit GPTLanguageModel')
+
+
+# ------------ scripts/plot_losses.py
+
+def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
+    pytest.importorskip('matplotlib')
+    _, out = uninterrupted
+    r = run(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={tmp_path / "l.png"}')
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / 'l.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_plot_losses_without_matplotlib_says_how_to_get_it(uninterrupted):
+    _, out = uninterrupted
+    code = (f"import sys; sys.modules['matplotlib'] = None; sys.path.insert(0, {ROOT + '/scripts'!r}); "
+            f"import plot_losses; plot_losses.main([{str(out / 'log.csv')!r}])")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    assert r.returncode == 1 and 'pip install matplotlib' in r.stderr and 'Traceback' not in r.stderr

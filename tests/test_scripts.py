@@ -1,4 +1,5 @@
 """bigram.py and gpt.py run end to end in a subprocess, as a learner runs them."""
+import json
 import os
 import re
 import subprocess
@@ -87,3 +88,24 @@ def test_importing_is_silent(tmp_path):
     r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout == '' and r.stderr == ''
     assert os.listdir(tmp_path) == []
+
+
+@needs_input
+def test_progression_prints_the_table_and_json(tmp_path):
+    out = tmp_path / 'p.json'
+    r = run(os.path.join('scripts', 'progression.py'), '--stages', '1,2', '--max_iters', '20',
+            '--eval_iters', '2', '--device', 'cpu', '--json', str(out))
+    assert r.returncode == 0, r.stderr
+    table = [line for line in r.stdout.splitlines() if line.startswith('|')]
+    assert table[0].startswith('| stage | what was added | parameters | train loss | val loss |')
+    assert len(table) == 2 + 2 and all(line.count('|') == 8 for line in table)
+    rows = json.loads(out.read_text())
+    assert [row['stage'] for row in rows] == [1, 2]
+    assert [row['params'] for row in rows] == [65 * 65, 7_553]  # the bigram table; stage 2
+    for row, line in zip(rows, table[2:]):
+        assert f"| {row['train']:.4f} | {row['val']:.4f} |" in line
+
+
+def test_progression_rejects_bad_stages():
+    r = run(os.path.join('scripts', 'progression.py'), '--stages', '0-9')
+    assert r.returncode == 2 and 'stages are 1 to 7' in r.stderr

@@ -1,0 +1,157 @@
+"""
+The notebook part of the lecture, top to bottom: the mathematical trick of self-attention.
+Each step prints its shapes and key numbers; every equivalence the lecture claims is checked
+with torch.allclose, and the script exits non-zero if one fails.
+
+    python scripts/attention_walkthrough.py
+"""
+import os
+import sys
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpt  # noqa: E402
+
+torch.set_printoptions(precision=4, sci_mode=False)
+failures = []
+
+
+def check(claim, ok):
+    print(f"  [{'ok' if ok else 'FAILED'}] {claim}")
+    if not ok:
+        failures.append(claim)
+
+
+def section(title):
+    print(f"\n== {title}")
+
+# ------------
+# the three versions of "each token averages itself and the tokens before it"
+
+def aggregate_loop(x):
+    """version 1: for loops, the mean of x[b, :t+1] for every b and t (a 'bag of words')"""
+    B, T, C = x.shape
+    xbow = torch.zeros((B, T, C))
+    for b in range(B):
+        for t in range(T):
+            xprev = x[b, :t+1] # (t+1,C)
+            xbow[b, t] = torch.mean(xprev, 0)
+    return xbow
+
+
+def aggregate_matmul(x):
+    """version 2: one matmul with a row-normalized lower-triangular matrix"""
+    T = x.shape[1]
+    wei = torch.tril(torch.ones(T, T))
+    wei = wei / wei.sum(1, keepdim=True)
+    return wei @ x # (T,T) @ (B,T,C) -> (B,T,T) @ (B,T,C) -> (B,T,C)
+
+
+def aggregate_softmax(x, affinities=None):
+    """version 3: affinities (zeros: all equal), the future masked to -inf, then softmax"""
+    T = x.shape[1]
+    tril = torch.tril(torch.ones(T, T))
+    wei = torch.zeros((T, T)) if affinities is None else affinities
+    wei = wei.masked_fill(tril == 0, float('-inf'))
+    wei = F.softmax(wei, dim=-1)
+    return wei @ x
+
+
+def main():
+    section("1. the toy input: B,T,C = 4,8,2")
+    torch.manual_seed(1337)
+    B, T, C = 4, 8, 2
+    x = torch.randn(B, T, C)
+    print(f"x: {tuple(x.shape)}\nx[0] =\n{x[0]}")
+
+    section("2. version 1: average the past with for loops")
+    xbow = aggregate_loop(x)
+    print(f"xbow[0] (row t is the mean of x[0, :t+1]) =\n{xbow[0]}")
+    check("xbow[0, 1] is the mean of x[0, 0] and x[0, 1]", torch.allclose(xbow[0, 1], (x[0, 0] + x[0, 1]) / 2))
+
+    section("3. the trick: a matrix multiply adds up rows")
+    torch.manual_seed(42)
+    a = torch.ones(3, 3)
+    b = torch.randint(0, 10, (3, 2)).float()
+    print(f"a = ones(3,3)\nb =\n{b}\na @ b =\n{a @ b}")
+    check("every row of ones @ b is the column sums of b", torch.allclose(a @ b, b.sum(0).expand(3, 2)))
+    a = torch.tril(torch.ones(3, 3))
+    print(f"a = tril(ones(3,3)) =\n{a}\na @ b =\n{a @ b}")
+    check("tril(ones) @ b gives running sums", torch.allclose(a @ b, b.cumsum(0)))
+    a = a / a.sum(1, keepdim=True)
+    print(f"a / a.sum(1) =\n{a}\na @ b =\n{a @ b}")
+    check("normalized rows give running means", torch.allclose(a @ b, b.cumsum(0) / torch.arange(1, 4)[:, None]))
+
+    section("4. version 2: the same average as one matmul")
+    xbow2 = aggregate_matmul(x)
+    print(f"wei (T,T) @ x (B,T,C) -> {tuple(xbow2.shape)}")
+    # a matmul adds in another order than torch.mean, so the last bits can differ: allow 1e-6
+    check("version 2 equals version 1", torch.allclose(xbow, xbow2, atol=1e-6))
+
+    section("5. version 3: masked_fill(-inf) + softmax")
+    xbow3 = aggregate_softmax(x)
+    tril = torch.tril(torch.ones(T, T))
+    wei = F.softmax(torch.zeros(T, T).masked_fill(tril == 0, float('-inf')), dim=-1)
+    print(f"wei =\n{wei}")
+    check("version 3 equals version 1", torch.allclose(xbow, xbow3, atol=1e-6))
+    print("  the zeros are affinities: once they depend on the data, tokens weigh their past unequally")
+
+    section("6. version 4: self-attention, one head of size 16 on B,T,C = 4,8,32")
+    torch.manual_seed(1337)
+    B, T, C = 4, 8, 32
+    x = torch.randn(B, T, C)
+    head_size = 16
+    key = nn.Linear(C, head_size, bias=False)
+    query = nn.Linear(C, head_size, bias=False)
+    value = nn.Linear(C, head_size, bias=False)
+    k = key(x)   # (B,T,16)
+    q = query(x) # (B,T,16)
+    wei = q @ k.transpose(-2, -1) * head_size**-0.5 # (B,T,16) @ (B,16,T) -> (B,T,T)
+    wei = wei.masked_fill(tril == 0, float('-inf'))
+    wei = F.softmax(wei, dim=-1)
+    v = value(x) # (B,T,16)
+    out = wei @ v
+    print(f"k, q, v: {tuple(k.shape)}; wei: {tuple(wei.shape)}; out: {tuple(out.shape)}")
+    print(f"wei[0] (row i: how much token i takes from each token j <= i) =\n{wei[0].detach()}")
+    check("every row of wei sums to 1", torch.allclose(wei.sum(-1), torch.ones(B, T)))
+    check("wei is zero above the diagonal: no token hears the future",
+          bool((wei.masked_select(tril == 0) == 0).all()))
+    check("wei differs between batch elements: the affinities depend on the data",
+          not torch.allclose(wei[0], wei[1]))
+    gpt.n_embd, gpt.block_size, gpt.dropout = C, T, 0.0
+    head = gpt.Head(head_size)
+    head.load_state_dict({'key.weight': key.weight, 'query.weight': query.weight,
+                          'value.weight': value.weight, 'tril': head.tril})
+    check("gpt.Head with the same weights computes the same out", torch.allclose(head(x), out, atol=1e-6))
+
+    section("7. why scale by head_size**-0.5")
+    torch.manual_seed(1337)
+    k = torch.randn(B, T, head_size)
+    q = torch.randn(B, T, head_size)
+    raw = q @ k.transpose(-2, -1)
+    scaled = raw * head_size**-0.5
+    print(f"var(k) = {k.var():.4f}, var(q) = {q.var():.4f}")
+    print(f"var(q @ k^T) = {raw.var():.4f} (about head_size = {head_size})")
+    print(f"var(q @ k^T * head_size**-0.5) = {scaled.var():.4f} (about 1)")
+    check("unscaled variance is near head_size", 0.5 * head_size < raw.var() < 1.5 * head_size)
+    check("scaled variance is near 1", 0.5 < scaled.var() < 1.5)
+
+    section("8. softmax sharpens toward one-hot as its inputs grow")
+    logits = torch.tensor([0.1, -0.2, 0.3, -0.2, 0.5])
+    soft, sharp = F.softmax(logits, dim=-1), F.softmax(logits * 8, dim=-1)
+    print(f"softmax(x)     = {soft}\nsoftmax(8 * x) = {sharp}")
+    check("multiplying by 8 concentrates the weight on the largest input", sharp.max() > 2 * soft.max())
+    print("  at init, unscaled affinities would make each token listen to one other token only")
+
+    print()
+    if failures:
+        print(f"{len(failures)} check(s) FAILED")
+        sys.exit(1)
+    print("all checks passed")
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,225 @@
+"""
+The lecture's story as one table: train every stage of the model, from the bigram to the
+scaled Transformer, and print its losses next to the ones the video reports.
+
+    python scripts/progression.py                    # stages 1-6 on a CPU, about a minute on 2 cores
+    python scripts/progression.py --stages 2,5       # some stages
+    python scripts/progression.py --stages 7         # the scaled model: meant for a GPU
+    python scripts/progression.py --json results.json
+
+Each stage is built from the classes of bigram.py and gpt.py; only what the lecture had
+different at that point (no proj yet, a one-layer feed-forward, no LayerNorm) lives here.
+Every stage starts from torch.manual_seed(1337) and builds its modules and draws its batches
+in the lecture's order, as the lecture's script at that commit does.
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import bigram  # noqa: E402
+import gpt  # noqa: E402
+
+# the lecture's configs: the bigram's, the small one of stages 2-6, and the scaled one
+BIGRAM = dict(batch_size=32, block_size=8, learning_rate=1e-2, max_iters=3000, eval_interval=300,
+              eval_iters=200)
+SMALL = dict(batch_size=32, block_size=8, n_embd=32, n_head=4, n_layer=3, dropout=0.0,
+             learning_rate=1e-3, max_iters=5000, eval_interval=500, eval_iters=200)
+SCALED = dict(batch_size=64, block_size=256, n_embd=384, n_head=6, n_layer=6, dropout=0.2,
+              learning_rate=3e-4, max_iters=5000, eval_interval=500, eval_iters=200)
+
+
+class LectureStage(nn.Module):
+    """Stages 2-6: token + position embeddings, then `body`, then lm_head, with PyTorch's
+    default init as in the video (the normal(0, 0.02) init came later)."""
+
+    def __init__(self, vocab_size, make_body):
+        super().__init__()
+        # built in the lecture's order, so the seed gives the lecture's initial weights
+        self.token_embedding_table = nn.Embedding(vocab_size, gpt.n_embd)
+        self.position_embedding_table = nn.Embedding(gpt.block_size, gpt.n_embd)
+        self.body = make_body()
+        self.lm_head = nn.Linear(gpt.n_embd, vocab_size)
+
+    def forward(self, idx, targets=None):
+        B, T = idx.shape
+        tok_emb = self.token_embedding_table(idx) # (B,T,C)
+        pos_emb = self.position_embedding_table(torch.arange(T, device=idx.device)) # (T,C)
+        logits = self.lm_head(self.body(tok_emb + pos_emb)) # (B,T,vocab_size)
+        if targets is None:
+            return logits, None
+        B, T, C = logits.shape
+        return logits, F.cross_entropy(logits.view(B*T, C), targets.view(B*T))
+
+
+class ConcatHeads(nn.Module):
+    """Stage 3's multi-head attention: the heads side by side, no projection yet."""
+
+    def __init__(self, num_heads, head_size):
+        super().__init__()
+        self.heads = nn.ModuleList([gpt.Head(head_size) for _ in range(num_heads)])
+
+    def forward(self, x):
+        return torch.cat([h(x) for h in self.heads], dim=-1) # (B,T,C)
+
+
+def without_layernorm(block):
+    """Stage 5's block: residual connections, but no LayerNorm yet."""
+    block.ln1 = block.ln2 = nn.Identity()
+    return block
+
+
+def stage_body(stage):
+    C = gpt.n_embd
+    if stage == 2:
+        return gpt.Head(C) # one head, head_size = n_embd
+    if stage == 3:
+        return ConcatHeads(4, C // 4)
+    if stage == 4:
+        return nn.Sequential(ConcatHeads(4, C // 4), nn.Sequential(nn.Linear(C, C), nn.ReLU()))
+    if stage == 5:
+        return nn.Sequential(*[without_layernorm(gpt.Block(C, n_head=4)) for _ in range(3)])
+    if stage == 6:
+        return nn.Sequential(*[gpt.Block(C, n_head=4) for _ in range(3)], nn.LayerNorm(C))
+
+
+# stage: (what was added, its config, the val loss the video reports)
+STAGES = {
+    1: ('bigram: a lookup table of next-character logits', BIGRAM, 2.5),
+    2: ('token + position embeddings, one self-attention head', SMALL, 2.4),
+    3: ('multi-head attention: 4 heads of 8', SMALL, 2.28),
+    4: ('+ feed-forward (Linear + ReLU) after attention', SMALL, 2.24),
+    5: ('3 blocks with residual connections, proj and a 4x MLP', SMALL, 2.08),
+    6: ('+ pre-norm LayerNorm (ln1, ln2, and a final one)', SMALL, 2.06),
+    7: ('scaled up: 6 layers, 6 heads, 384 wide, block 256, dropout 0.2', SCALED, 1.48),
+}
+
+
+def build_model(stage, vocab_size):
+    if stage == 1:
+        return bigram.BigramLanguageModel(vocab_size)
+    if stage == 7:
+        return gpt.GPTLanguageModel(vocab_size)
+    return LectureStage(vocab_size, lambda: stage_body(stage))
+
+
+def train_stage(stage, device, overrides, threads):
+    """Train one stage exactly as the lecture's loop does; return its row of the table."""
+    if threads:
+        torch.set_num_threads(threads)
+    config = {**STAGES[stage][1], **overrides}
+    for key, value in config.items():
+        setattr(gpt, key, value)
+    gpt.device = device
+    text = gpt.read_text()
+    chars = sorted(set(text))
+    encode, _ = gpt.make_codec(chars)
+    train_data, val_data = gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(device))
+    splits = {'train': train_data, 'val': val_data}
+
+    t0 = time.time()
+    torch.manual_seed(1337)
+    model = build_model(stage, len(chars)).to(device)
+    # foreach gives the same numbers as the default loop over tensors, faster on a CPU
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config['learning_rate'], foreach=True)
+    for step in range(config['max_iters'] + 1):
+        if step % config['eval_interval'] == 0 or step == config['max_iters']:
+            losses = gpt.estimate_loss(model, splits)
+        if step == config['max_iters']:
+            break
+        xb, yb = gpt.get_batch(train_data)
+        with gpt.autocast():
+            logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return {'stage': stage, 'added': STAGES[stage][0],
+            'params': sum(p.numel() for p in model.parameters()),
+            'train': round(losses['train'], 4), 'val': round(losses['val'], 4),
+            'lecture_val': STAGES[stage][2], 'seconds': round(time.time() - t0, 1)}
+
+
+def parse_stages(text):
+    stages = set()
+    try:
+        for part in text.split(','):
+            first, _, last = part.partition('-')
+            stages.update(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected stages like 1-6 or 2,5, got {text!r}")
+    if not stages or not stages <= STAGES.keys():
+        raise argparse.ArgumentTypeError(f"stages are 1 to 7, got {text!r}")
+    return sorted(stages)
+
+
+def markdown(rows):
+    lines = ['| stage | what was added | parameters | train loss | val loss | lecture val loss | seconds |',
+             '| --- | --- | ---: | ---: | ---: | ---: | ---: |']
+    for r in rows:
+        lines.append(f"| {r['stage']} | {r['added']} | {r['params']:,} | {r['train']:.4f} | "
+                     f"{r['val']:.4f} | {r['lecture_val']} | {r['seconds']} |")
+    return '\n'.join(lines)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--stages', type=parse_stages, default=parse_stages('1-6'), help='e.g. 1-6, 7 or 2,5')
+    p.add_argument('--device', default=gpt.device)
+    p.add_argument('--json', default=None, help='also write the results to this JSON file')
+    p.add_argument('--jobs', type=int, default=None,
+                   help='stages trained side by side, one thread each (default: the CPU count on a CPU, '
+                        'else 1)')
+    p.add_argument('--max_iters', type=int, default=None, help='override every stage (for a quick look)')
+    p.add_argument('--eval_iters', type=int, default=None, help='override every stage')
+    args = p.parse_args(argv)
+    overrides = {k: v for k, v in (('max_iters', args.max_iters), ('eval_iters', args.eval_iters)) if v}
+    if args.max_iters:
+        overrides['eval_interval'] = args.max_iters
+    gpt.read_text() # download before any worker starts, if needed
+    on_cpu = torch.device(args.device).type == 'cpu'
+    jobs = max(1, min(args.jobs or (os.cpu_count() if on_cpu else 1), len(args.stages)))
+    if 7 in args.stages and on_cpu:
+        print("note: stage 7 is the full lecture model: hours on a CPU")
+    print(f"training stages {', '.join(map(str, args.stages))} on {args.device}, {jobs} at a time",
+          flush=True)
+
+    t0 = time.time()
+    work = [(stage, args.device, overrides, 1 if jobs > 1 else 0) for stage in args.stages]
+    if jobs == 1:
+        rows = []
+        for w in work:
+            rows.append(train_stage(*w))
+            print(f"stage {w[0]} done: val loss {rows[-1]['val']:.4f}", flush=True)
+    else:
+        # the biggest stages first, so the two cores finish together
+        order = sorted(work, key=lambda w: -w[0])
+        with multiprocessing.get_context('spawn').Pool(jobs) as pool:
+            done = {}
+            for row in pool.imap_unordered(train_stage_args, order):
+                done[row['stage']] = row
+                print(f"stage {row['stage']} done: val loss {row['val']:.4f} ({row['seconds']} s)", flush=True)
+        rows = [done[s] for s in args.stages]
+    print()
+    print(markdown(rows))
+    print(f"\n{time.time() - t0:.0f} s in all, PyTorch {torch.__version__}, {args.device}")
+    if args.json:
+        gpt.save_atomically(args.json, lambda f: f.write(json.dumps(rows, indent=1).encode()))
+        print(f"wrote {args.json}")
+
+
+def train_stage_args(w):
+    return train_stage(*w)
+
+
+if __name__ == '__main__':
+    try:
+        main(sys.argv[1:])
+    except KeyboardInterrupt:
+        sys.exit(130)

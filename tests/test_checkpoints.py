@@ -197,3 +197,11 @@ def test_plot_losses_without_matplotlib_says_how_to_get_it(uninterrupted):
             f"import plot_losses; plot_losses.main([{str(out / 'log.csv')!r}])")
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
     assert r.returncode == 1 and 'pip install matplotlib' in r.stderr and 'Traceback' not in r.stderr
+
+
+def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):
+    _, out = uninterrupted
+    before = (out / 'ckpt.pt').read_bytes()
+    r = run('gpt.py', *TINY, '--max_iters=10', f'--out_dir={out}')
+    one_line_error(r, 'holds an earlier run', '--resume=True', 'another --out_dir')
+    assert (out / 'ckpt.pt').read_bytes() == before

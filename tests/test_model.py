@@ -22,7 +22,9 @@ def test_shapes(tiny):
     assert logits.shape == (30, 65) and loss.shape == ()  # the lecture flattens with targets
 
 
-def test_changing_a_later_token_leaves_earlier_logits_unchanged(tiny):
+@pytest.mark.parametrize('fast', [False, True])
+def test_changing_a_later_token_leaves_earlier_logits_unchanged(tiny, monkeypatch, fast):
+    monkeypatch.setattr(gpt, 'fast_attention', fast)
     torch.manual_seed(0)
     model = tiny.GPTLanguageModel(65).eval()
     idx = torch.randint(65, (2, 16))

@@ -109,3 +109,28 @@ def test_progression_prints_the_table_and_json(tmp_path):
 def test_progression_rejects_bad_stages():
     r = run(os.path.join('scripts', 'progression.py'), '--stages', '0-9')
     assert r.returncode == 2 and 'stages are 1 to 7' in r.stderr
+
+
+@needs_input
+def test_cpu_preset_runs_a_few_steps_and_the_command_line_wins(tmp_path):
+    r = run('gpt.py', '--max_iters=20', '--preset=cpu', '--eval_interval=10', '--eval_iters=2',
+            '--max_new_tokens=20', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    config = r.stdout.splitlines()[1]
+    for setting in ('n_layer=3', 'n_embd=96', 'block_size=64', 'dropout=0.0', 'lr_decay=True',
+                    'fast_attention=True', 'max_iters=20', 'eval_interval=10'):
+        assert f' {setting} ' in f' {config} '
+    assert sorted(losses(r.stdout)) == [0, 10, 20]
+
+
+def test_unknown_preset_is_a_one_line_error():
+    r = run('gpt.py', '--preset=gpu')
+    assert r.returncode == 2 and r.stderr == "error: unknown preset 'gpu'; presets: cpu\n"
+
+
+@needs_input
+def test_full_config_on_cpu_prints_the_hint(tmp_path):
+    r = run('gpt.py', '--device=cpu', '--max_iters=0', '--eval_iters=1', '--max_new_tokens=1',
+            f'--out_dir={tmp_path}', timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert 'hint: on a CPU the lecture' in r.stdout and '--preset=cpu' in r.stdout

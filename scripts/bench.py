@@ -1,0 +1,87 @@
+"""
+Time training steps of gpt.py's model: ms per step, tokens per second and model FLOPs
+utilization (MFU), after a warm-up, with the device synchronized around the timed steps.
+
+    python scripts/bench.py                                   # the lecture's config, every switch on
+    python scripts/bench.py --use_compile=False --use_bf16=False --use_tf32=False \\
+        --use_fused_adamw=False --fast_attention=False        # every switch off
+    python scripts/bench.py --n_layer=2 --n_embd=64 --block_size=64 --steps=50   # a CPU
+
+Options: --steps=N (timed steps, default 20), --warmup=N (untimed steps first, default 5,
+which also covers torch.compile), --peak_tflops=X (the device's peak for MFU; default 989,
+an H100/H200's dense bf16), and any gpt.py hyperparameter as --key=value.
+"""
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpt  # noqa: E402
+
+steps = 20 # timed steps
+warmup = 5 # untimed steps first (they also cover torch.compile)
+peak_tflops = 989.0 # an H100/H200's dense bf16 peak
+
+
+def flops_per_step(model):
+    """Forward + backward FLOPs of one step: 6 per weight per token, plus attention's T*T work
+    (the estimate of the PaLM paper, appendix B, as nanoGPT uses it)."""
+    embeddings = model.token_embedding_table.weight.numel() + model.position_embedding_table.weight.numel()
+    n = sum(p.numel() for p in model.parameters()) - embeddings
+    per_token = 6 * n + 12 * gpt.n_layer * gpt.n_embd * gpt.block_size
+    return per_token * gpt.batch_size * gpt.block_size
+
+
+def synchronize():
+    if torch.device(gpt.device).type == 'cuda':
+        torch.cuda.synchronize()
+    elif torch.device(gpt.device).type == 'mps':
+        torch.mps.synchronize()
+
+
+def main(argv):
+    settings = {k: getattr(gpt, k) for k in gpt.config_keys}
+    settings.update(steps=steps, warmup=warmup, peak_tflops=peak_tflops)
+    gpt.apply_overrides(argv, settings, list(settings), gpt.PRESETS)
+    for key, value in settings.items():
+        setattr(gpt, key, value)
+    n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
+    device_type = gpt.configure()
+    switches = ['use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'fast_attention']
+    print(f"device {gpt.device}; " + ', '.join(f"{k}={getattr(gpt, k)}" for k in switches))
+    print(f"batch_size={gpt.batch_size} block_size={gpt.block_size} n_layer={gpt.n_layer} "
+          f"n_head={gpt.n_head} n_embd={gpt.n_embd}; {n_warmup} warm-up + {n_steps} timed steps")
+
+    torch.manual_seed(gpt.seed)
+    data = torch.randint(65, (100_000,), device=gpt.device) # timing needs no real text
+    model = gpt.GPTLanguageModel(65).to(gpt.device)
+    optimizer = gpt.make_optimizer(model)
+    train_model = torch.compile(model) if gpt.use_compile else model
+
+    def step():
+        xb, yb = gpt.get_batch(data)
+        with gpt.autocast():
+            logits, loss = train_model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    t0 = time.time()
+    for _ in range(n_warmup):
+        step()
+    synchronize()
+    t1 = time.time()
+    for _ in range(n_steps):
+        step()
+    synchronize()
+    seconds = (time.time() - t1) / n_steps
+    flops = flops_per_step(model)
+    print(f"warm-up: {t1 - t0:.1f} s")
+    print(f"{seconds * 1000:.2f} ms/step, {gpt.batch_size * gpt.block_size / seconds:,.0f} tok/s, "
+          f"{flops / 1e12:.3f} TFLOP/step, MFU {flops / seconds / (peak * 1e12):.1%} of {peak:g} TFLOP/s")
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

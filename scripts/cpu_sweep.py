@@ -1,0 +1,104 @@
+"""
+A small sweep for a CPU: run gpt.py with a few settings, each as a whole process, and print
+the val loss it reached against the wall time it took (start-up, data, training, evals and
+the sample all included). This is how the CPU preset in README.md was chosen.
+
+    python scripts/cpu_sweep.py                  # every setting below, once (about 10 minutes)
+    python scripts/cpu_sweep.py --only preset --repeat 3
+    python scripts/cpu_sweep.py --try "--n_layer=3 --n_embd=96 --max_iters=1500"
+
+Wall times depend on the machine: rerun it on yours before you trust the table.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# what every setting shares: no dropout (a short run does not overfit), the lecture's model
+# with the batched-heads attention (the same math, faster on a CPU too), and few evaluations
+COMMON = '--device=cpu --dropout=0.0 --fast_attention=True --lr_decay=True --out_dir='
+SETTINGS = {
+    # nanoGPT's CPU recipe from its README, on our code: same model, batch, lr and schedule
+    'nanogpt-recipe': '--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=12 '
+                      '--learning_rate=1e-3 --min_lr=1e-4 --warmup_iters=100 --max_iters=2000 '
+                      '--eval_interval=250 --eval_iters=20',
+    # the same model with a bigger batch or a longer context
+    'b16-lr2e-3': '--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=16 '
+                  '--learning_rate=2e-3 --min_lr=2e-4 --warmup_iters=50 --max_iters=1600 '
+                  '--eval_interval=800 --eval_iters=40',
+    'b32-lr2e-3': '--n_layer=4 --n_head=4 --n_embd=128 --block_size=64 --batch_size=32 '
+                  '--learning_rate=2e-3 --min_lr=2e-4 --warmup_iters=50 --max_iters=900 '
+                  '--eval_interval=450 --eval_iters=40',
+    'block128': '--n_layer=4 --n_head=4 --n_embd=128 --block_size=128 --batch_size=16 '
+                '--learning_rate=2e-3 --min_lr=2e-4 --warmup_iters=50 --max_iters=900 '
+                '--eval_interval=450 --eval_iters=20',
+    # smaller models see more characters in the same time, and take a higher learning rate
+    '3x128-lr3e-3': '--n_layer=3 --n_head=4 --n_embd=128 --block_size=64 --batch_size=32 '
+                    '--learning_rate=3e-3 --min_lr=3e-4 --warmup_iters=50 --max_iters=1200 '
+                    '--eval_interval=600 --eval_iters=40',
+    '4x96-lr3e-3': '--n_layer=4 --n_head=4 --n_embd=96 --block_size=64 --batch_size=32 '
+                   '--learning_rate=3e-3 --min_lr=3e-4 --warmup_iters=50 --max_iters=1300 '
+                   '--eval_interval=650 --eval_iters=40',
+    '4x96-lr5e-3': '--n_layer=4 --n_head=4 --n_embd=96 --block_size=64 --batch_size=32 '
+                   '--learning_rate=5e-3 --min_lr=5e-4 --warmup_iters=50 --max_iters=1300 '
+                   '--eval_interval=650 --eval_iters=40',
+    '4x96-1600': '--n_layer=4 --n_head=4 --n_embd=96 --block_size=64 --batch_size=32 '
+                 '--learning_rate=3e-3 --min_lr=3e-4 --warmup_iters=50 --max_iters=1600 '
+                 '--eval_interval=800 --eval_iters=40',
+    '4x64-2000': '--n_layer=4 --n_head=4 --n_embd=64 --block_size=64 --batch_size=32 '
+                 '--learning_rate=5e-3 --min_lr=5e-4 --warmup_iters=50 --max_iters=2000 '
+                 '--eval_interval=1000 --eval_iters=40',
+    '4x64-2500': '--n_layer=4 --n_head=4 --n_embd=64 --block_size=64 --batch_size=32 '
+                 '--learning_rate=5e-3 --min_lr=5e-4 --warmup_iters=50 --max_iters=2500 '
+                 '--eval_interval=1250 --eval_iters=40',
+    '3x96-2000': '--n_layer=3 --n_head=4 --n_embd=96 --block_size=64 --batch_size=32 '
+                 '--learning_rate=4e-3 --min_lr=4e-4 --warmup_iters=50 --max_iters=2000 '
+                 '--eval_interval=1000 --eval_iters=40',
+    # what gpt.py --preset=cpu runs: 3x96-2000, a little longer
+    'preset': '--preset=cpu',
+}
+
+
+def run(overrides):
+    """Run gpt.py once; return (wall seconds, final val loss, best val loss)."""
+    args = [sys.executable, os.path.join(ROOT, 'gpt.py'), *COMMON.split(), *overrides.split()]
+    t0 = time.time()
+    r = subprocess.run(args, capture_output=True, text=True)
+    seconds = time.time() - t0
+    if r.returncode != 0:
+        sys.exit(f"error: gpt.py failed with {overrides}: {r.stderr.strip().splitlines()[-1]}")
+    vals = [float(v) for v in re.findall(r'^step \d+: train loss [\d.]+, val loss ([\d.]+)', r.stdout, re.M)]
+    return seconds, vals[-1], min(vals)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--only', nargs='+', choices=SETTINGS, help='run only these settings')
+    p.add_argument('--try', dest='extra', action='append', default=[], metavar='OVERRIDES',
+                   help='a setting of your own, as gpt.py overrides (repeatable)')
+    p.add_argument('--repeat', type=int, default=1, help='runs per setting; the table shows medians')
+    args = p.parse_args(argv)
+    settings = {name: SETTINGS[name] for name in (args.only or ([] if args.extra else SETTINGS))}
+    settings.update({f'try-{i + 1}': extra for i, extra in enumerate(args.extra)})
+
+    rows = []
+    for name, overrides in settings.items():
+        runs = []
+        for i in range(args.repeat):
+            runs.append(run(overrides))
+            print(f"{name} run {i + 1}: {runs[-1][0]:.1f} s, val loss {runs[-1][1]:.4f}", flush=True)
+        rows.append((name, *(statistics.median(r[k] for r in runs) for k in range(3)), overrides))
+    print(f"\n| setting | wall s (median of {args.repeat}) | final val loss | best val loss | overrides |")
+    print('| --- | ---: | ---: | ---: | --- |')
+    for name, seconds, final, best, overrides in rows:
+        print(f"| {name} | {seconds:.1f} | {final:.4f} | {best:.4f} | `{overrides}` |")
+    print(f"\ncommon to all: `{COMMON}`")
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

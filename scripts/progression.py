@@ -117,7 +117,7 @@ def train_stage(stage, device, overrides, threads):
     config = {**STAGES[stage][1], **overrides}
     for key, value in config.items():
         setattr(gpt, key, value)
-    gpt.device = device
+    gpt.device, gpt.use_bf16 = device, False # float32 everywhere, as the lecture's runs
     text = gpt.read_text()
     chars = sorted(set(text))
     encode, _ = gpt.make_codec(chars)
@@ -135,8 +135,7 @@ def train_stage(stage, device, overrides, threads):
         if step == config['max_iters']:
             break
         xb, yb = gpt.get_batch(train_data)
-        with gpt.autocast():
-            logits, loss = model(xb, yb)
+        logits, loss = model(xb, yb)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

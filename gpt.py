@@ -455,6 +455,11 @@ def configure():
     for key in ('batch_size', 'block_size', 'n_embd', 'n_head', 'n_layer', 'eval_interval', 'eval_iters'):
         if globals()[key] < 1:
             fail(f"--{key} must be at least 1, got {globals()[key]}")
+    for key in ('max_iters', 'max_new_tokens', 'warmup_iters'):
+        if globals()[key] < 0:
+            fail(f"--{key} must be at least 0, got {globals()[key]}")
+    if learning_rate <= 0 or min_lr < 0:
+        fail(f"--learning_rate must be > 0 and --min_lr >= 0, got {learning_rate} and {min_lr}")
     if not 0 <= dropout < 1:
         fail(f"--dropout must be in [0, 1), got {dropout}")
     try:

@@ -72,6 +72,25 @@ def test_bad_options_are_one_line_errors(script, arg, words, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+@pytest.mark.parametrize('arg, words', [
+    ('--batch_size=0', ['--batch_size must be at least 1, got 0']),
+    ('--max_iters=-5', ['--max_iters must be at least 0, got -5']),
+    ('--learning_rate=-1e-3', ['--learning_rate must be > 0']),
+])
+def test_out_of_range_values_are_one_line_errors(script, arg, words, tmp_path):
+    r = run(script, arg, '--device=cpu', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
+    for word in words:
+        assert word in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_gpt_n_embd_must_split_into_heads(tmp_path):
+    r = run('gpt.py', '--n_embd=64', '--n_head=6', cwd=tmp_path)
+    assert r.returncode == 1 and 'n_embd=64 must be a multiple of n_head=6' in r.stderr
+
+
 def test_gpt_bool_option_wants_a_bool(tmp_path):
     r = run('gpt.py', '--resume=1', cwd=tmp_path)
     assert r.returncode == 2 and '--resume expects bool' in r.stderr

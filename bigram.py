@@ -185,9 +185,11 @@ class BigramLanguageModel(nn.Module):
 
 def main():
     apply_overrides(sys.argv[1:], globals())
-    for key in ('batch_size', 'block_size', 'eval_interval', 'eval_iters', 'max_iters'):
-        if globals()[key] < (0 if key == 'max_iters' else 1):
-            fail(f"--{key} must be at least {0 if key == 'max_iters' else 1}, got {globals()[key]}")
+    for key in ('batch_size', 'block_size', 'eval_interval', 'eval_iters'):
+        if globals()[key] < 1:
+            fail(f"--{key} must be at least 1, got {globals()[key]}")
+    if max_iters < 0:
+        fail(f"--max_iters must be at least 0, got {max_iters}")
     if learning_rate <= 0:
         fail(f"--learning_rate must be > 0, got {learning_rate}")
     print(f"device: {device}")

@@ -446,6 +446,16 @@ class StopRequest:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def check_device(name):
+    """The device type of name ('cuda', 'mps', 'cpu'), or a one-line error if it can't be used."""
+    try:
+        device_type = torch.device(name).type
+        torch.empty(0, device=name)
+    except (RuntimeError, AssertionError) as e:
+        fail(f"cannot use device {name!r}: {str(e).splitlines()[0]}")
+    return device_type
+
+
 def configure():
     """Check the settings, and resolve the speed switches for this device: off where
     unsupported, so CPU and MPS runs stay plain float32 and exact."""
@@ -462,11 +472,7 @@ def configure():
         fail(f"--learning_rate must be > 0 and --min_lr >= 0, got {learning_rate} and {min_lr}")
     if not 0 <= dropout < 1:
         fail(f"--dropout must be in [0, 1), got {dropout}")
-    try:
-        device_type = torch.device(device).type
-        torch.empty(0, device=device)
-    except (RuntimeError, AssertionError) as e:
-        fail(f"cannot use device {device!r}: {str(e).splitlines()[0]}")
+    device_type = check_device(device)
     if device_type != 'cuda':
         use_tf32 = use_bf16 = use_compile = use_fused_adamw = False
     if fast_attention is None:

@@ -23,7 +23,6 @@ What helps with long numbers (all on by default, each an option):
 - a warmup and cosine learning-rate schedule down to a tenth of --lr over --max_steps.
 """
 import argparse
-import math
 import os
 import sys
 import time
@@ -134,13 +133,6 @@ def exact_match(model, seq, prompt_length, device, chunk=500):
     return right / len(seq)
 
 
-def get_lr(step, args):
-    if step < args.warmup:
-        return args.lr * (step + 1) / args.warmup
-    progress = min(1.0, (step - args.warmup) / max(1, args.max_steps - args.warmup))
-    return args.lr / 10 + 0.5 * (1 + math.cos(math.pi * progress)) * (args.lr - args.lr / 10)
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--digits', type=int, default=3)
@@ -169,11 +161,15 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    gpt.check_device(args.device)
     t_start = time.time()
     problems = Problems(args.digits, reverse=not args.plain, curriculum=args.curriculum, seed=args.seed)
     torch.manual_seed(args.seed)
     gpt.n_layer, gpt.n_head, gpt.n_embd = args.n_layer, args.n_head, args.n_embd
     gpt.block_size, gpt.dropout, gpt.fast_attention = problems.length - 1, 0.0, True
+    # gpt.get_lr's schedule: warmup, then cosine decay to a tenth of lr over max_steps
+    gpt.lr_decay, gpt.learning_rate, gpt.min_lr = True, args.lr, args.lr / 10
+    gpt.warmup_iters, gpt.max_iters = args.warmup, args.max_steps
     model = gpt.GPTLanguageModel(len(VOCAB)).to(args.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, foreach=True)
     held = problems.held_out_tensors()
@@ -188,7 +184,7 @@ def main(argv):
     for step in range(1, args.max_steps + 1):
         xb, yb = problems.batch(args.batch_size)
         for group in optimizer.param_groups:
-            group['lr'] = get_lr(step - 1, args)
+            group['lr'] = gpt.get_lr(step - 1)
         logits, _ = model(xb.to(args.device))
         loss = masked_loss(logits, yb.to(args.device))
         optimizer.zero_grad(set_to_none=True)

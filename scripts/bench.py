@@ -48,7 +48,7 @@ def main(argv):
     for key, value in settings.items():
         setattr(gpt, key, value)
     n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
-    device_type = gpt.configure()
+    gpt.configure()
     switches = ['use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'fast_attention']
     print(f"device {gpt.device}; " + ', '.join(f"{k}={getattr(gpt, k)}" for k in switches))
     print(f"batch_size={gpt.batch_size} block_size={gpt.block_size} n_layer={gpt.n_layer} "

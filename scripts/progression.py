@@ -13,6 +13,7 @@ Every stage starts from torch.manual_seed(1337) and builds its modules and draws
 in the lecture's order, as the lecture's script at that commit does.
 """
 import argparse
+import functools
 import json
 import multiprocessing
 import os
@@ -110,6 +111,15 @@ def build_model(stage, vocab_size):
     return LectureStage(vocab_size, lambda: stage_body(stage))
 
 
+@functools.lru_cache
+def load_data(device):
+    """The vocabulary and the encoded splits: read once per process, shared by its stages."""
+    text = gpt.read_text()
+    chars = sorted(set(text))
+    encode, _ = gpt.make_codec(chars)
+    return (chars, *gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(device)))
+
+
 def train_stage(stage, device, overrides, threads):
     """Train one stage exactly as the lecture's loop does; return its row of the table."""
     if threads:
@@ -118,10 +128,7 @@ def train_stage(stage, device, overrides, threads):
     for key, value in config.items():
         setattr(gpt, key, value)
     gpt.device, gpt.use_bf16 = device, False # float32 everywhere, as the lecture's runs
-    text = gpt.read_text()
-    chars = sorted(set(text))
-    encode, _ = gpt.make_codec(chars)
-    train_data, val_data = gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(device))
+    chars, train_data, val_data = load_data(device)
     splits = {'train': train_data, 'val': val_data}
 
     t0 = time.time()

@@ -76,10 +76,7 @@ def load_model(path, device):
 
 def main(argv):
     args = parse_args(argv)
-    try:
-        torch.empty(0, device=args.device)
-    except (RuntimeError, AssertionError) as e:
-        gpt.fail(f"cannot use device {args.device!r}: {str(e).splitlines()[0]}")
+    gpt.check_device(args.device)
     model, checkpoint = load_model(args.ckpt, args.device)
     chars = checkpoint['chars']
     encode, decode = gpt.make_codec(chars)

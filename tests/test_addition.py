@@ -52,7 +52,8 @@ def test_training_problems_never_include_held_out_ones():
 
 
 def test_a_tiny_run_learns_two_digit_addition(capsys, monkeypatch):
-    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention'):
+    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
+                'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
         monkeypatch.setattr(gpt, key, getattr(gpt, key))  # main() sets them: restore them after
     # 2 digits, not 1: one-digit addition has only 100 problems, too few to hold 1,000 out, and
     # learning it is memorizing. Here 1,000 of the 10,000 problems are never trained on.

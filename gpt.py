@@ -48,8 +48,12 @@ min_lr = 3e-5
 # speed switches: they only take effect on CUDA; on CPU and MPS the run stays float32 and exact
 use_tf32 = True # TF32 tensor cores for float32 matmuls
 use_bf16 = True # bfloat16 autocast for the forward pass (AdamW keeps float32 weights)
-use_compile = True # torch.compile the model (costs some seconds of compiling up front)
+use_compile = True # torch.compile each Block: fused kernels; all n_layer Blocks share one compile
+compile_mode = 'default' # or 'reduce-overhead' (CUDA graphs), 'max-autotune' (slow to compile)
 use_fused_adamw = True # one fused kernel for the whole AdamW update
+use_pinned = True # each batch's offsets go to the GPU from page-locked memory, without a wait
+use_cuda_graph = True # record one training step and one eval batch as CUDA graphs, then replay
+                      # them: one launch instead of hundreds of small kernels per step
 fast_attention = None # EX1: all heads in one batched matmul + F.scaled_dot_product_attention;
                       # None means on for CUDA, off elsewhere (the lecture's per-head math)
 # ------------
@@ -181,7 +185,10 @@ def get_batch(data):
     """A batch of inputs x and targets y (y is x shifted by one) from random offsets into data."""
     # randint draws on the CPU generator, so the batches are the lecture's on every device;
     # one gather replaces the lecture's Python loop of slices and picks the same characters
-    ix = torch.randint(len(data) - block_size, (batch_size,)).to(data.device)
+    ix = torch.randint(len(data) - block_size, (batch_size,))
+    if use_pinned and data.is_cuda: # a plain copy would make the CPU wait for the GPU every step
+        ix = ix.pin_memory().to(data.device, non_blocking=True)
+    ix = ix.to(data.device)
     t = torch.arange(block_size, device=data.device)
     x = data[ix[:, None] + t]     # (B,T)
     y = data[ix[:, None] + t + 1] # (B,T)
@@ -189,20 +196,65 @@ def get_batch(data):
 
 
 @torch.no_grad()
-def estimate_loss(model, splits):
-    """Mean loss over eval_iters batches of each split: far less noisy than one batch's loss."""
+def estimate_loss(model, splits, batch_loss=None):
+    """Mean loss over eval_iters batches of each split: far less noisy than one batch's loss.
+    batch_loss(X, Y) computes one batch's loss (default: forward_loss; gpt.py may pass a CUDA
+    graph of it)."""
+    batch_loss = batch_loss or (lambda X, Y: forward_loss(model, X, Y))
     out = {}
     model.eval()
     for split, data in splits.items():
         losses = torch.zeros(eval_iters, device=device)
         for k in range(eval_iters):
             X, Y = get_batch(data)
-            with autocast():
-                logits, loss = model(X, Y)
-            losses[k] = loss # stays on the device: one sync per split instead of one per batch
+            losses[k] = batch_loss(X, Y) # stays on the device: one sync per split, not per batch
         out[split] = losses.mean().item()
     model.train()
     return out
+
+
+def forward_loss(model, X, Y):
+    with autocast():
+        logits, loss = model(X, Y)
+    return loss
+
+
+def train_step(model, optimizer, xb, yb):
+    """One step of the lecture's training loop: forward, backward, AdamW update."""
+    with autocast():
+        logits, loss = model(xb, yb)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+
+
+class GraphReplay:
+    """use_cuda_graph: fn(x, y) recorded once as a CUDA graph, then replayed on each new batch.
+    At this model's size the CPU takes longer to launch a step's hundreds of small kernels one by
+    one than the GPU takes to run them; a replay launches all of them at once. The first `warmup`
+    calls run as usual (on a side stream, as recording requires); they also compile the model."""
+
+    def __init__(self, fn, warmup):
+        self.fn, self.warmup, self.graph = fn, warmup, None
+
+    def __call__(self, x, y):
+        if self.warmup > 0:
+            self.warmup -= 1
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                out = self.fn(x, y)
+            torch.cuda.current_stream().wait_stream(side)
+            return out
+        if self.graph is None: # record: the kernels are captured with fixed buffers, not run
+            self.x, self.y = x.clone(), y.clone()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out = self.fn(self.x, self.y)
+        self.x.copy_(x) # the new batch goes into the recorded buffers
+        self.y.copy_(y)
+        self.graph.replay()
+        return self.out # the same tensor each time: the next replay overwrites it
 
 
 def autocast():
@@ -381,6 +433,14 @@ class GPTLanguageModel(nn.Module):
 # ------------
 # training: learning rate, checkpoints, the loop
 
+def set_lr(optimizer, lr):
+    for group in optimizer.param_groups:
+        if torch.is_tensor(group['lr']):
+            group['lr'].fill_(lr) # in place: a recorded CUDA graph reads the rate from there
+        else:
+            group['lr'] = lr
+
+
 def get_lr(step):
     """The lecture's constant rate, or with lr_decay: linear warmup, then cosine down to min_lr."""
     if not lr_decay:
@@ -459,7 +519,7 @@ def check_device(name):
 def configure():
     """Check the settings, and resolve the speed switches for this device: off where
     unsupported, so CPU and MPS runs stay plain float32 and exact."""
-    global use_tf32, use_bf16, use_compile, use_fused_adamw, fast_attention
+    global use_tf32, use_bf16, use_compile, use_fused_adamw, use_pinned, use_cuda_graph, fast_attention
     if n_embd % n_head:
         fail(f"n_embd={n_embd} must be a multiple of n_head={n_head}")
     for key in ('batch_size', 'block_size', 'n_embd', 'n_head', 'n_layer', 'eval_interval', 'eval_iters'):
@@ -472,9 +532,20 @@ def configure():
         fail(f"--learning_rate must be > 0 and --min_lr >= 0, got {learning_rate} and {min_lr}")
     if not 0 <= dropout < 1:
         fail(f"--dropout must be in [0, 1), got {dropout}")
+    if compile_mode not in COMPILE_MODES:
+        fail(f"--compile_mode must be one of {', '.join(COMPILE_MODES)}, got {compile_mode!r}")
     device_type = check_device(device)
     if device_type != 'cuda':
-        use_tf32 = use_bf16 = use_compile = use_fused_adamw = False
+        use_tf32 = use_bf16 = use_compile = use_fused_adamw = use_pinned = use_cuda_graph = False
+    if use_bf16 and torch.cuda.get_device_capability(device)[0] < 8:
+        use_bf16 = False # before Ampere (a T4, a V100) bfloat16 is emulated, slower than float32
+        print("note: this GPU has no bfloat16 units; use_bf16 is off")
+    if use_compile and not can_compile():
+        use_compile = False
+        print("note: torch.compile needs Triton and PyTorch 2.6 or later; use_compile is off")
+    if use_cuda_graph and use_compile and compile_mode in ('reduce-overhead', 'max-autotune'):
+        fail(f"--compile_mode={compile_mode} records CUDA graphs of its own: "
+             "add --use_cuda_graph=False, or use another --compile_mode")
     if fast_attention is None:
         fast_attention = device_type == 'cuda'
     torch.backends.cuda.matmul.allow_tf32 = use_tf32
@@ -482,11 +553,44 @@ def configure():
     return device_type
 
 
+COMPILE_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
+
+
+def can_compile():
+    """torch.compile on CUDA needs Triton (not on Windows by default); the final sample needs
+    torch.compiler.set_stance (PyTorch 2.6)."""
+    try:
+        import triton # noqa: F401
+    except ImportError:
+        return False
+    return hasattr(torch.compiler, 'set_stance')
+
+
+def compile_blocks(model):
+    """Regional compilation: compile the Block, the part that repeats, in place. All n_layer
+    Blocks run the same compiled code (their weights are its inputs), so compiling takes a
+    fraction of the whole model's time, and the state_dict keeps its keys."""
+    for block in model.blocks:
+        block.compile(mode=compile_mode)
+
+
 def make_optimizer(model):
+    if use_cuda_graph: # a replayed update reads its rate and step counts from GPU tensors
+        return torch.optim.AdamW(model.parameters(), lr=torch.tensor(learning_rate, device=device),
+                                 fused=use_fused_adamw or None, capturable=True)
     if use_fused_adamw: # one fused kernel for the whole update (CUDA)
         return torch.optim.AdamW(model.parameters(), lr=learning_rate, fused=True)
     # foreach: a few ops over all tensors instead of a loop; on a CPU the same numbers, faster
     return torch.optim.AdamW(model.parameters(), lr=learning_rate, foreach=True)
+
+
+def load_optimizer_state(optimizer, state):
+    """AdamW's moments and step counts from a checkpoint, with this run's own settings (fused,
+    capturable, the rate as a float or a tensor), whichever device and switches wrote it."""
+    own = [{k: v for k, v in group.items() if k != 'params'} for group in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, settings in zip(optimizer.param_groups, own):
+        group.update(settings)
 
 
 def main():
@@ -538,7 +642,7 @@ def main():
     start_step, best_val_loss, elapsed_before = 0, float('inf'), 0.0
     if checkpoint is not None:
         model.load_state_dict(checkpoint['model'])
-        optimizer.load_state_dict(checkpoint['optimizer'])
+        load_optimizer_state(optimizer, checkpoint['optimizer'])
         start_step = checkpoint['step']
         best_val_loss = checkpoint['best_val_loss']
         elapsed_before = checkpoint['elapsed']
@@ -556,7 +660,12 @@ def main():
         with open(log_path, 'w') as f:
             f.write('\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n')
 
-    train_model = torch.compile(model) if use_compile else model
+    if use_compile:
+        compile_blocks(model) # compiles on first use: the first eval, then the first step
+    step_fn = lambda xb, yb: train_step(model, optimizer, xb, yb)
+    eval_fn = lambda X, Y: forward_loss(model, X, Y)
+    if use_cuda_graph:
+        step_fn, eval_fn = GraphReplay(step_fn, warmup=3), GraphReplay(eval_fn, warmup=1)
     splits = {'train': train_data, 'val': val_data}
     stop = StopRequest()
     signal.signal(signal.SIGINT, stop)
@@ -572,7 +681,7 @@ def main():
         # a checkpoint at start_step was written after that step's evaluation
         resumed_here = checkpoint is not None and step == start_step
         if (step % eval_interval == 0 or step == max_iters) and not resumed_here:
-            losses = estimate_loss(train_model, splits)
+            losses = estimate_loss(model, splits, eval_fn)
             now = time.time()
             progress = f" | {now - t0:.1f}s"
             if step > step_last: # speed of the training steps since the last evaluation
@@ -605,22 +714,19 @@ def main():
         # sample a batch of data
         xb, yb = get_batch(train_data)
 
-        # evaluate the loss
-        for group in optimizer.param_groups:
-            group['lr'] = get_lr(step)
-        with autocast():
-            logits, loss = train_model(xb, yb)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        # evaluate the loss, backpropagate, update: train_step above
+        set_lr(optimizer, get_lr(step))
+        step_fn(xb, yb)
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if out_dir:
         print(f"saved {ckpt_path}; best val loss {best_val_loss:.4f} in {best_path}")
 
-    # generate from the model
+    # generate from the model (uncompiled: each new length would be another compile)
     context = torch.zeros((1, 1), dtype=torch.long, device=device) # token 0 is '\n'
-    print(decode(m.generate(context, max_new_tokens=max_new_tokens)[0].tolist()))
+    with torch.compiler.set_stance('force_eager') if use_compile else nullcontext():
+        print(decode(m.generate(context, max_new_tokens=max_new_tokens)[0].tolist()))
+    print(f"{time.time() - t0:.1f} s for training, evaluations and this sample")
 
 
 if __name__ == '__main__':

@@ -3,13 +3,16 @@ Time training steps of gpt.py's model: ms per step, tokens per second and model 
 utilization (MFU), after a warm-up, with the device synchronized around the timed steps.
 
     python scripts/bench.py                                   # the lecture's config, every switch on
-    python scripts/bench.py --use_compile=False --use_bf16=False --use_tf32=False \\
-        --use_fused_adamw=False --fast_attention=False        # every switch off
+    python scripts/bench.py --use_tf32=False --use_bf16=False --use_compile=False \\
+        --use_fused_adamw=False --use_pinned=False --use_cuda_graph=False \\
+        --fast_attention=False                                # every switch off
     python scripts/bench.py --n_layer=2 --n_embd=64 --block_size=64 --steps=50   # a CPU
 
 Options: --steps=N (timed steps, default 20), --warmup=N (untimed steps first, default 5,
 which also covers torch.compile), --peak_tflops=X (the device's peak for MFU; default 989,
-an H100/H200's dense bf16), and any gpt.py hyperparameter as --key=value.
+an H100/H200's dense bf16), --compile_whole=True (torch.compile the whole model instead of
+each Block, for comparison), --evals=N (also time N calls of estimate_loss, the first of which
+compiles the eval graph; default 0), and any gpt.py hyperparameter as --key=value.
 """
 import os
 import sys
@@ -23,6 +26,8 @@ import gpt  # noqa: E402
 steps = 20 # timed steps
 warmup = 5 # untimed steps first (they also cover torch.compile)
 peak_tflops = 989.0 # an H100/H200's dense bf16 peak
+compile_whole = False # compile the whole model as one graph instead of each Block
+evals = 0 # how many estimate_loss calls to time after the steps
 
 
 def flops_per_step(model):
@@ -43,14 +48,20 @@ def synchronize():
 
 def main(argv):
     settings = {k: getattr(gpt, k) for k in gpt.config_keys}
-    settings.update(steps=steps, warmup=warmup, peak_tflops=peak_tflops)
+    settings.update(steps=steps, warmup=warmup, peak_tflops=peak_tflops,
+                    compile_whole=compile_whole, evals=evals)
     gpt.apply_overrides(argv, settings, list(settings), gpt.PRESETS)
     for key, value in settings.items():
         setattr(gpt, key, value)
     n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
+    if n_steps < 1 or n_warmup < 0 or settings['evals'] < 0 or peak <= 0:
+        gpt.fail("--steps must be at least 1, --warmup and --evals at least 0, --peak_tflops above 0")
     gpt.configure()
-    switches = ['use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'fast_attention']
-    print(f"device {gpt.device}; " + ', '.join(f"{k}={getattr(gpt, k)}" for k in switches))
+    switches = ['use_tf32', 'use_bf16', 'use_compile', 'compile_mode', 'use_fused_adamw',
+                'use_pinned', 'use_cuda_graph', 'fast_attention']
+    whole = settings['compile_whole'] and gpt.use_compile
+    print(f"device {gpt.device}; " + ', '.join(f"{k}={getattr(gpt, k)}" for k in switches)
+          + (', compile_whole=True' if whole else ''))
     print(f"batch_size={gpt.batch_size} block_size={gpt.block_size} n_layer={gpt.n_layer} "
           f"n_head={gpt.n_head} n_embd={gpt.n_embd}; {n_warmup} warm-up + {n_steps} timed steps")
 
@@ -58,18 +69,23 @@ def main(argv):
     data = torch.randint(65, (100_000,), device=gpt.device) # timing needs no real text
     model = gpt.GPTLanguageModel(65).to(gpt.device)
     optimizer = gpt.make_optimizer(model)
-    train_model = torch.compile(model) if gpt.use_compile else model
+    train_model = model
+    if whole:
+        train_model = torch.compile(model, mode=gpt.compile_mode)
+    elif gpt.use_compile:
+        gpt.compile_blocks(model)
+
+    step_fn = lambda xb, yb: gpt.train_step(train_model, optimizer, xb, yb)
+    eval_fn = lambda X, Y: gpt.forward_loss(train_model, X, Y)
+    if gpt.use_cuda_graph: # as gpt.py: the warm-up steps below run before the recording
+        step_fn, eval_fn = gpt.GraphReplay(step_fn, warmup=3), gpt.GraphReplay(eval_fn, warmup=1)
 
     def step():
-        xb, yb = gpt.get_batch(data)
-        with gpt.autocast():
-            logits, loss = train_model(xb, yb)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        gpt.set_lr(optimizer, gpt.get_lr(0))
+        step_fn(*gpt.get_batch(data))
 
     t0 = time.time()
-    for _ in range(n_warmup):
+    for _ in range(max(n_warmup, 4 if gpt.use_cuda_graph else 0)): # 4: record the graph too
         step()
     synchronize()
     t1 = time.time()
@@ -81,6 +97,11 @@ def main(argv):
     print(f"warm-up: {t1 - t0:.1f} s")
     print(f"{seconds * 1000:.2f} ms/step, {gpt.batch_size * gpt.block_size / seconds:,.0f} tok/s, "
           f"{flops / 1e12:.3f} TFLOP/step, MFU {flops / seconds / (peak * 1e12):.1%} of {peak:g} TFLOP/s")
+    for i in range(settings['evals']): # estimate_loss as gpt.py runs it: 2 splits x eval_iters batches
+        t2 = time.time()
+        gpt.estimate_loss(train_model, {'train': data, 'val': data}, eval_fn)
+        print(f"estimate_loss {i + 1}: {time.time() - t2:.2f} s for 2 x {gpt.eval_iters} batches"
+              + (" (compiles the eval graph)" if i == 0 and gpt.use_compile else ""))
 
 
 if __name__ == '__main__':

@@ -2,20 +2,38 @@
 import os
 import re
 
+import torch
+
 import gpt
 from test_scripts import run
 
 
 def test_speed_switches_turn_themselves_off_on_cpu(monkeypatch):
-    for key in ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'fast_attention'):
-        monkeypatch.setattr(gpt, key, True if key != 'fast_attention' else None)
+    switches = ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'use_pinned')
+    for key in switches:
+        monkeypatch.setattr(gpt, key, True)
+    monkeypatch.setattr(gpt, 'fast_attention', None)
     monkeypatch.setattr(gpt, 'device', 'cpu')
     assert gpt.configure() == 'cpu'
-    assert not any([gpt.use_tf32, gpt.use_bf16, gpt.use_compile, gpt.use_fused_adamw])
+    assert not any(getattr(gpt, key) for key in switches)
     assert gpt.fast_attention is False  # None means: the lecture's per-head math off CUDA
     assert gpt.autocast().__class__.__name__ == 'nullcontext'  # plain float32
     optimizer = gpt.make_optimizer(gpt.nn.Linear(2, 2))
     assert optimizer.defaults['fused'] in (None, False)
+
+
+def test_compiling_the_blocks_keeps_the_state_dict(tiny):
+    model = gpt.GPTLanguageModel(65)
+    keys = list(model.state_dict())
+    gpt.compile_blocks(model) # compiles lazily, at the first call: nothing is compiled here
+    assert list(model.state_dict()) == keys
+    assert all(block._compiled_call_impl is not None for block in model.blocks)
+
+
+def test_an_unknown_compile_mode_is_a_one_line_error():
+    r = run('gpt.py', '--compile_mode=fastest', '--device=cpu')
+    assert r.returncode == 1 and r.stderr.startswith('error: --compile_mode must be one of')
+    assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_fast_attention_can_be_asked_for_on_cpu(monkeypatch):
@@ -28,12 +46,33 @@ def test_fast_attention_can_be_asked_for_on_cpu(monkeypatch):
 def test_bench_runs_on_cpu():
     r = run(os.path.join('scripts', 'bench.py'), '--n_layer=1', '--n_embd=32', '--n_head=2',
             '--block_size=16', '--batch_size=4', '--steps=3', '--warmup=1', '--peak_tflops=1',
-            '--device=cpu')
+            '--device=cpu', '--evals=1', '--eval_iters=2')
     assert r.returncode == 0, r.stderr
+    assert re.search(r'estimate_loss 1: [\d.]+ s for 2 x 2 batches', r.stdout)
     assert 'use_compile=False' in r.stdout and 'fast_attention=False' in r.stdout
+    assert 'use_pinned=False' in r.stdout
     assert re.search(r'[\d.]+ ms/step, [\d,]+ tok/s, [\d.]+ TFLOP/step, MFU [\d.]+% of 1 TFLOP/s', r.stdout)
 
 
 def test_bench_rejects_unknown_options():
     r = run(os.path.join('scripts', 'bench.py'), '--stepz=3')
     assert r.returncode == 2 and '--steps' in r.stderr and '--n_layer' in r.stderr
+
+
+def test_a_checkpoint_of_a_cuda_graph_run_resumes_with_this_runs_adamw(tiny):
+    """A CUDA-graph run saves the rate as a tensor and capturable=True; a CPU resume keeps its own."""
+    model = gpt.GPTLanguageModel(65)
+    optimizer = gpt.make_optimizer(model)
+    model(*gpt.get_batch(torch.randint(65, (500,))))[1].backward()
+    optimizer.step()
+    state = optimizer.state_dict()
+    for group in state['param_groups']: # what use_cuda_graph on a GPU writes
+        group.update(lr=torch.tensor(3e-4), capturable=True, fused=True, foreach=None)
+    fresh = gpt.make_optimizer(model)
+    gpt.load_optimizer_state(fresh, state)
+    group = fresh.param_groups[0]
+    assert group['lr'] == gpt.learning_rate and not torch.is_tensor(group['lr'])
+    assert group['foreach'] and not group['capturable'] and not group['fused']
+    assert fresh.state[next(model.parameters())]['exp_avg'].abs().sum() > 0 # the moments came along
+    gpt.set_lr(fresh, 1e-3)
+    fresh.step() # the lecture's AdamW carries on

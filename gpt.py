@@ -542,7 +542,7 @@ def configure():
         print("note: this GPU has no bfloat16 units; use_bf16 is off")
     if use_compile and not can_compile():
         use_compile = False
-        print("note: torch.compile needs Triton and PyTorch 2.6 or later; use_compile is off")
+        print("note: torch.compile needs Triton (and PyTorch 2.6 or later); use_compile is off")
     if use_cuda_graph and use_compile and compile_mode in ('reduce-overhead', 'max-autotune'):
         fail(f"--compile_mode={compile_mode} records CUDA graphs of its own: "
              "add --use_cuda_graph=False, or use another --compile_mode")

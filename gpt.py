@@ -188,7 +188,8 @@ def get_batch(data):
     ix = torch.randint(len(data) - block_size, (batch_size,))
     if use_pinned and data.is_cuda: # a plain copy would make the CPU wait for the GPU every step
         ix = ix.pin_memory().to(data.device, non_blocking=True)
-    ix = ix.to(data.device)
+    else:
+        ix = ix.to(data.device)
     t = torch.arange(block_size, device=data.device)
     x = data[ix[:, None] + t]     # (B,T)
     y = data[ix[:, None] + t + 1] # (B,T)
@@ -221,8 +222,7 @@ def forward_loss(model, X, Y):
 
 def train_step(model, optimizer, xb, yb):
     """One step of the lecture's training loop: forward, backward, AdamW update."""
-    with autocast():
-        logits, loss = model(xb, yb)
+    loss = forward_loss(model, xb, yb)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
@@ -255,6 +255,16 @@ class GraphReplay:
         self.y.copy_(y)
         self.graph.replay()
         return self.out # the same tensor each time: the next replay overwrites it
+
+
+def step_functions(model, optimizer):
+    """train_step and forward_loss for this model, as (x, y) -> ... functions: with
+    use_cuda_graph, CUDA graphs recorded after 3 warm-up steps and 1 warm-up eval batch."""
+    step_fn = lambda xb, yb: train_step(model, optimizer, xb, yb)
+    eval_fn = lambda X, Y: forward_loss(model, X, Y)
+    if use_cuda_graph:
+        return GraphReplay(step_fn, warmup=3), GraphReplay(eval_fn, warmup=1)
+    return step_fn, eval_fn
 
 
 def autocast():
@@ -516,6 +526,9 @@ def check_device(name):
     return device_type
 
 
+COMPILE_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
+
+
 def configure():
     """Check the settings, and resolve the speed switches for this device: off where
     unsupported, so CPU and MPS runs stay plain float32 and exact."""
@@ -551,9 +564,6 @@ def configure():
     torch.backends.cuda.matmul.allow_tf32 = use_tf32
     torch.backends.cudnn.allow_tf32 = use_tf32
     return device_type
-
-
-COMPILE_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
 
 
 def can_compile():
@@ -662,10 +672,7 @@ def main():
 
     if use_compile:
         compile_blocks(model) # compiles on first use: the first eval, then the first step
-    step_fn = lambda xb, yb: train_step(model, optimizer, xb, yb)
-    eval_fn = lambda X, Y: forward_loss(model, X, Y)
-    if use_cuda_graph:
-        step_fn, eval_fn = GraphReplay(step_fn, warmup=3), GraphReplay(eval_fn, warmup=1)
+    step_fn, eval_fn = step_functions(model, optimizer)
     splits = {'train': train_data, 'val': val_data}
     stop = StopRequest()
     signal.signal(signal.SIGINT, stop)

@@ -75,10 +75,7 @@ def main(argv):
     elif gpt.use_compile:
         gpt.compile_blocks(model)
 
-    step_fn = lambda xb, yb: gpt.train_step(train_model, optimizer, xb, yb)
-    eval_fn = lambda X, Y: gpt.forward_loss(train_model, X, Y)
-    if gpt.use_cuda_graph: # as gpt.py: the warm-up steps below run before the recording
-        step_fn, eval_fn = gpt.GraphReplay(step_fn, warmup=3), gpt.GraphReplay(eval_fn, warmup=1)
+    step_fn, eval_fn = gpt.step_functions(train_model, optimizer) # as gpt.py runs them
 
     def step():
         gpt.set_lr(optimizer, gpt.get_lr(0))

@@ -183,8 +183,7 @@ def main(argv):
     t0 = time.time()
     for step in range(1, args.max_steps + 1):
         xb, yb = problems.batch(args.batch_size)
-        for group in optimizer.param_groups:
-            group['lr'] = gpt.get_lr(step - 1)
+        gpt.set_lr(optimizer, gpt.get_lr(step - 1))
         logits, _ = model(xb.to(args.device))
         loss = masked_loss(logits, yb.to(args.device))
         optimizer.zero_grad(set_to_none=True)

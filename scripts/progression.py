@@ -141,11 +141,7 @@ def train_stage(stage, device, overrides, threads):
             losses = gpt.estimate_loss(model, splits)
         if step == config['max_iters']:
             break
-        xb, yb = gpt.get_batch(train_data)
-        logits, loss = model(xb, yb)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        gpt.train_step(model, optimizer, *gpt.get_batch(train_data)) # float32: use_bf16 is off
     return {'stage': stage, 'added': STAGES[stage][0],
             'params': sum(p.numel() for p in model.parameters()),
             'train': round(losses['train'], 4), 'val': round(losses['val'], 4),

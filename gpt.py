@@ -13,6 +13,7 @@ import ast
 import hashlib
 import math
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -158,6 +159,25 @@ def save_atomically(path, write):
         os.chmod(tmp, 0o666 & ~umask) # mkstemp makes it private; give it a normal file's mode
         with os.fdopen(fd, 'wb') as f:
             write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.remove(tmp)
+        raise
+
+
+def link_atomically(src, path):
+    """Make path a second name of the file at src (a hard link: nothing is written), in one step.
+    save_atomically replaces src with a new file, never writing into it, so path keeps these
+    contents after src changes. Where the file system has no hard links, path gets a copy."""
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)),
+                       f'.tmp-{os.getpid()}-' + os.path.basename(path))
+    try:
+        os.link(src, tmp)
+    except OSError:
+        with open(src, 'rb') as f:
+            save_atomically(path, lambda g: shutil.copyfileobj(f, g))
+        return
+    try:
         os.replace(tmp, path)
     except BaseException:
         os.remove(tmp)
@@ -700,10 +720,11 @@ def main():
             if out_dir:
                 with open(log_path, 'a') as f:
                     f.write(f"{step},{losses['train']:.6f},{losses['val']:.6f},{now - t0:.3f}\n")
-                if losses['val'] < best_val_loss:
-                    best_val_loss = losses['val']
-                    checkpoint_now(best_path, step)
+                improved = losses['val'] < best_val_loss
+                best_val_loss = min(best_val_loss, losses['val'])
                 checkpoint_now(ckpt_path, step)
+                if improved: # best.pt is the same checkpoint: a second name, not a second write
+                    link_atomically(ckpt_path, best_path)
             t_last, step_last = time.time(), step
         if step == max_iters:
             break

@@ -12,10 +12,13 @@ Options: --steps=N (timed steps, default 20), --warmup=N (untimed steps first, d
 which also covers torch.compile), --peak_tflops=X (the device's peak for MFU; default 989,
 an H100/H200's dense bf16), --compile_whole=True (torch.compile the whole model instead of
 each Block, for comparison), --evals=N (also time N calls of estimate_loss, the first of which
-compiles the eval graph; default 0), and any gpt.py hyperparameter as --key=value.
+compiles the eval graph; default 0), --saves=N (also time N checkpoint writes, model and AdamW
+state, as gpt.py writes them at each evaluation, to a temporary folder; default 0), and any
+gpt.py hyperparameter as --key=value.
 """
 import os
 import sys
+import tempfile
 import time
 
 import torch
@@ -28,6 +31,7 @@ warmup = 5 # untimed steps first (they also cover torch.compile)
 peak_tflops = 989.0 # an H100/H200's dense bf16 peak
 compile_whole = False # compile the whole model as one graph instead of each Block
 evals = 0 # how many estimate_loss calls to time after the steps
+saves = 0 # how many checkpoint writes to time after that
 
 
 def flops_per_step(model):
@@ -49,13 +53,14 @@ def synchronize():
 def main(argv):
     settings = {k: getattr(gpt, k) for k in gpt.config_keys}
     settings.update(steps=steps, warmup=warmup, peak_tflops=peak_tflops,
-                    compile_whole=compile_whole, evals=evals)
+                    compile_whole=compile_whole, evals=evals, saves=saves)
     gpt.apply_overrides(argv, settings, list(settings), gpt.PRESETS)
     for key, value in settings.items():
         setattr(gpt, key, value)
     n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
-    if n_steps < 1 or n_warmup < 0 or settings['evals'] < 0 or peak <= 0:
-        gpt.fail("--steps must be at least 1, --warmup and --evals at least 0, --peak_tflops above 0")
+    if n_steps < 1 or min(n_warmup, settings['evals'], settings['saves']) < 0 or peak <= 0:
+        gpt.fail("--steps must be at least 1, --warmup, --evals and --saves at least 0, "
+                 "--peak_tflops above 0")
     gpt.configure()
     switches = ['use_tf32', 'use_bf16', 'use_compile', 'compile_mode', 'use_fused_adamw',
                 'use_pinned', 'use_cuda_graph', 'fast_attention']
@@ -99,6 +104,13 @@ def main(argv):
         gpt.estimate_loss(train_model, {'train': data, 'val': data}, eval_fn)
         print(f"estimate_loss {i + 1}: {time.time() - t2:.2f} s for 2 x {gpt.eval_iters} batches"
               + (" (compiles the eval graph)" if i == 0 and gpt.use_compile else ""))
+
+    with tempfile.TemporaryDirectory() as folder:
+        for i in range(settings['saves']): # what gpt.py writes to ckpt.pt at each evaluation
+            path = os.path.join(folder, 'ckpt.pt')
+            t3 = time.time()
+            gpt.save_checkpoint(path, model, optimizer, n_steps, [chr(i) for i in range(65)], 1.0, 0.0)
+            print(f"checkpoint {i + 1}: {time.time() - t3:.3f} s for {os.path.getsize(path) / 1e6:.1f} MB")
 
 
 if __name__ == '__main__':

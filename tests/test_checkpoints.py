@@ -78,6 +78,31 @@ def test_best_checkpoint_holds_the_lowest_val_loss(uninterrupted):
     assert round(checkpoint['best_val_loss'], 4) == best
     assert checkpoint['chars'][:2] == ['\n', ' '] and len(checkpoint['chars']) == 65
     assert {'model', 'optimizer', 'step', 'config', 'rng_cpu'} <= checkpoint.keys()
+    assert round(losses(full)[checkpoint['step']][1], 4) == best # the model of that evaluation
+    assert sorted(os.listdir(out)) == ['best.pt', 'ckpt.pt', 'log.csv'] # no temporary file left
+
+
+def test_best_is_a_second_name_of_the_checkpoint_until_the_next_save(tmp_path):
+    ckpt, best = str(tmp_path / 'ckpt.pt'), str(tmp_path / 'best.pt')
+    gpt.save_atomically(ckpt, lambda f: f.write(b'step 500'))
+    gpt.link_atomically(ckpt, best)
+    assert os.path.samefile(ckpt, best) # no second write
+    gpt.save_atomically(ckpt, lambda f: f.write(b'step 1000'))
+    assert open(best, 'rb').read() == b'step 500' and open(ckpt, 'rb').read() == b'step 1000'
+    gpt.link_atomically(ckpt, best) # a newer best replaces the older
+    assert open(best, 'rb').read() == b'step 1000'
+    assert sorted(os.listdir(tmp_path)) == ['best.pt', 'ckpt.pt']
+
+
+def test_best_is_a_copy_where_the_file_system_has_no_hard_links(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise PermissionError('hard links are not supported here')
+    monkeypatch.setattr(os, 'link', no_links)
+    ckpt, best = str(tmp_path / 'ckpt.pt'), str(tmp_path / 'best.pt')
+    gpt.save_atomically(ckpt, lambda f: f.write(b'step 500'))
+    gpt.link_atomically(ckpt, best)
+    assert not os.path.samefile(ckpt, best) and open(best, 'rb').read() == b'step 500'
+    assert sorted(os.listdir(tmp_path)) == ['best.pt', 'ckpt.pt']
 
 
 def one_line_error(r, *words):

@@ -154,4 +154,9 @@ def main():
 
 
 if __name__ == '__main__':
+    if sys.argv[1:] in (['-h'], ['--help']):
+        print(__doc__.strip())
+        sys.exit(0)
+    if sys.argv[1:]:
+        gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
     main()

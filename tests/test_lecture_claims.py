@@ -195,3 +195,11 @@ def test_the_walkthrough_runs_and_all_its_checks_pass():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert 'all checks passed' in r.stdout and 'FAILED' not in r.stdout
+
+
+def test_the_walkthrough_rejects_options_it_does_not_have():
+    import subprocess
+    r = subprocess.run([sys.executable, os.path.join(ROOT, 'scripts', 'attention_walkthrough.py'),
+                        '--steps=3'], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ''
+    assert r.stderr == "error: unknown option '--steps=3': this script takes none\n"

@@ -1,10 +1,13 @@
 """The speed switches and the bench script (CPU only: no test asserts a time)."""
+import gc
 import os
 import re
+import sys
 
 import torch
 
 import gpt
+from conftest import needs_input
 from test_scripts import run
 
 
@@ -77,3 +80,19 @@ def test_a_checkpoint_of_a_cuda_graph_run_resumes_with_this_runs_adamw(tiny):
     assert fresh.state[next(model.parameters())]['exp_avg'].abs().sum() > 0 # the moments came along
     gpt.set_lr(fresh, 1e-3)
     fresh.step() # the lecture's AdamW carries on
+
+
+@needs_input
+def test_after_evaluating_the_garbage_collector_skips_the_objects_alive(monkeypatch, capsys):
+    for key in gpt.config_keys: # main() sets gpt's globals from the command line: put them back after
+        monkeypatch.setattr(gpt, key, getattr(gpt, key))
+    monkeypatch.setattr(sys, 'argv', ['gpt.py', '--device=cpu', '--n_layer=1', '--n_embd=16',
+                                      '--n_head=2', '--block_size=8', '--max_iters=2',
+                                      '--eval_iters=1', '--max_new_tokens=1', '--out_dir='])
+    gc.unfreeze()
+    try:
+        gpt.main()
+        assert gc.get_freeze_count() > 100_000 # PyTorch's own objects, among them
+    finally:
+        gc.unfreeze()
+    assert 'step 2: train loss' in capsys.readouterr().out

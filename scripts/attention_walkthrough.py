@@ -159,4 +159,9 @@ if __name__ == '__main__':
         sys.exit(0)
     if sys.argv[1:]:
         gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
-    main()
+    try:
+        main()
+        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
+    except BrokenPipeError: # whoever read the output stopped reading (| head): no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

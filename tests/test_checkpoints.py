@@ -231,3 +231,15 @@ def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):
     r = run('gpt.py', *TINY, '--max_iters=10', f'--out_dir={out}')
     one_line_error(r, 'holds an earlier run', '--resume=True', 'another --out_dir')
     assert (out / 'ckpt.pt').read_bytes() == before
+
+
+def test_sample_into_a_reader_that_stops_early_ends_without_a_traceback(uninterrupted):
+    _, out = uninterrupted
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'sample.py'),
+                          f'--ckpt={out / "best.pt"}', '--num_samples=2000', '--max_new_tokens=100',
+                          '--device=cpu'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={k: v for k, v in os.environ.items() if k != 'PYTHONUNBUFFERED'})
+    p.stdout.readline() # like | head -1: 200 KB do not fit the pipe, so the write fails
+    p.stdout.close()
+    assert p.wait(timeout=60) == 1
+    assert p.stderr.read() == ''

@@ -95,7 +95,10 @@ def download(url, path):
     digest = hashlib.sha256(r.content).hexdigest()
     if digest != DATA_SHA256:
         fail(f"the download has sha256 {digest}, expected {DATA_SHA256}; {hint}")
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix='.tmp-')
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix='.tmp-')
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror}; {hint}")
     umask = os.umask(0)
     os.umask(umask)
     try:
@@ -103,8 +106,10 @@ def download(url, path):
         with os.fdopen(fd, 'wb') as f:
             f.write(r.content)
         os.replace(tmp, path) # atomic: path is either absent or complete
-    except BaseException:
+    except BaseException as e:
         os.remove(tmp)
+        if isinstance(e, OSError): # a full disk: no partial file, and a one-line error
+            fail(f"cannot write {path}: {e.strerror}; {hint}")
         raise
     print(f"saved {len(r.content):,} bytes to {path} (sha256 checked)")
 

@@ -151,9 +151,13 @@ def download(url, path):
 
 
 def save_atomically(path, write):
-    """write(f) into a temporary file beside path, then rename it over path in one step."""
+    """write(f) into a temporary file beside path, then rename it over path in one step. If the
+    disk is full or the folder can't be written, path stays as it was: a one-line error."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix='.tmp-', suffix='-' + os.path.basename(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.tmp-', suffix='-' + os.path.basename(path))
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror}")
     umask = os.umask(0)
     os.umask(umask)
     try:
@@ -161,8 +165,11 @@ def save_atomically(path, write):
         with os.fdopen(fd, 'wb') as f:
             write(f)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         os.remove(tmp)
+        cause = e if isinstance(e, OSError) else e.__context__ # torch.save wraps the OSError
+        if isinstance(cause, OSError):
+            fail(f"cannot write {path}: {cause.strerror or cause} (an earlier file there is untouched)")
         raise
 
 
@@ -683,13 +690,17 @@ def main():
         print(f"resumed from {ckpt_path} at step {start_step} (best val loss {best_val_loss:.4f})")
 
     if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
         keep = []
-        if resume and os.path.exists(log_path): # drop log rows past the checkpoint
-            with open(log_path) as f:
-                keep = [row for row in f.read().splitlines()[1:] if int(row.split(',')[0]) <= start_step]
-        with open(log_path, 'w') as f:
-            f.write('\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n')
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+            if resume and os.path.exists(log_path): # drop log rows past the checkpoint
+                with open(log_path) as f:
+                    keep = [row for row in f.read().splitlines()[1:] if int(row.split(',')[0]) <= start_step]
+            with open(log_path, 'w') as f:
+                f.write('\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n')
+        except OSError as e:
+            problem = 'it is a file' if os.path.isfile(out_dir) else e.strerror
+            fail(f"cannot write into --out_dir={out_dir}: {problem}")
 
     if use_compile:
         compile_blocks(model) # compiles on first use: the first eval, then the first step
@@ -770,3 +781,5 @@ if __name__ == '__main__':
     except BrokenPipeError: # whoever read the output stopped reading (| head): no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
+    except OSError as e: # e.g. the disk filled up while the log was written
+        fail(f"{e.strerror}: {e.filename}" if e.filename else str(e))

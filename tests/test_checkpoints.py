@@ -143,6 +143,37 @@ def test_a_crash_while_saving_keeps_the_old_file(tmp_path):
     assert os.listdir(tmp_path) == ['ckpt.pt']
 
 
+def disk_full(f):
+    f.write(b'half of a new one')
+    raise OSError(28, 'No space left on device')
+
+
+def torch_save_on_a_full_disk(f): # torch.save turns the OSError into a RuntimeError
+    try:
+        disk_full(f)
+    except OSError:
+        raise RuntimeError('[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598')
+
+
+@pytest.mark.parametrize('write', [disk_full, torch_save_on_a_full_disk])
+def test_a_full_disk_is_a_one_line_error_and_keeps_the_old_file(write, tmp_path, capsys):
+    path = tmp_path / 'ckpt.pt'
+    path.write_bytes(b'the previous checkpoint')
+    with pytest.raises(SystemExit) as e:
+        gpt.save_atomically(str(path), write)
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and err.count('\n') == 1, err
+    assert err.startswith(f'error: cannot write {path}: No space left on device')
+    assert path.read_bytes() == b'the previous checkpoint'
+    assert os.listdir(tmp_path) == ['ckpt.pt']
+
+
+def test_an_out_dir_that_is_a_file_is_a_one_line_error(tmp_path):
+    (tmp_path / 'out').write_text('not a folder')
+    r = run('gpt.py', *TINY, '--max_iters=10', f'--out_dir={tmp_path / "out"}')
+    one_line_error(r, f'cannot write into --out_dir={tmp_path / "out"}: it is a file')
+
+
 # ------------ scripts/sample.py
 
 def sample(*args):

@@ -109,6 +109,18 @@ def test_server_down_is_one_line(module, tmp_path, capsys):
     expect_failure(module, url, tmp_path / 'input.txt', capsys, 'ConnectionError')
 
 
+@pytest.mark.parametrize('module', [gpt, bigram])
+def test_a_folder_that_cannot_be_written_is_one_line(module, server, tmp_path, monkeypatch, capsys):
+    server['body'] = b'First Citizen:\n' * 50
+    fake_dataset(monkeypatch, module, server['body'])
+    path = tmp_path / 'no such folder' / 'input.txt'
+    with pytest.raises(SystemExit) as e:
+        module.read_text(str(path), server['url'])
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and err.count('\n') == 1, err
+    assert err.startswith(f'error: cannot write {path}: No such file or directory')
+
+
 def test_unreadable_input_is_one_line(tmp_path, capsys):
     path = tmp_path / 'input.txt'
     path.write_bytes(b'\xff\xfe not utf-8')

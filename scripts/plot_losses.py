@@ -53,7 +53,10 @@ def main(argv):
     ax.legend()
     fig.tight_layout()
     out = args.out or os.path.join(os.path.dirname(args.log), 'loss.png')
-    fig.savefig(out, dpi=120)
+    try:
+        fig.savefig(out, dpi=120)
+    except OSError as e:
+        sys.exit(f"error: cannot write {out}: {e.strerror}")
     print(f"wrote {out}")
 
 

@@ -187,8 +187,10 @@ def link_atomically(src, path):
         return
     try:
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         os.remove(tmp)
+        if isinstance(e, OSError):
+            fail(f"cannot write {path}: {e.strerror} (an earlier file there is untouched)")
         raise
 
 

@@ -109,7 +109,8 @@ def main(argv):
         for i in range(settings['saves']): # what gpt.py writes to ckpt.pt at each evaluation
             path = os.path.join(folder, 'ckpt.pt')
             t3 = time.time()
-            gpt.save_checkpoint(path, model, optimizer, n_steps, [chr(i) for i in range(65)], 1.0, 0.0)
+            chars = [chr(c) for c in range(65)] # a stand-in vocabulary of the real one's size
+            gpt.save_checkpoint(path, model, optimizer, n_steps, chars, 1.0, 0.0)
             print(f"checkpoint {i + 1}: {time.time() - t3:.3f} s for {os.path.getsize(path) / 1e6:.1f} MB")
 
 

@@ -785,3 +785,8 @@ if __name__ == '__main__':
         sys.exit(1)
     except OSError as e: # e.g. the disk filled up while the log was written
         fail(f"{e.strerror}: {e.filename}" if e.filename else str(e))
+    except RuntimeError as e: # torch.OutOfMemoryError on CUDA; MPS says it in a RuntimeError
+        if 'out of memory' not in str(e):
+            raise
+        fail(f"{device} ran out of memory ({str(e).splitlines()[0][:80]}); try a smaller "
+             f"--batch_size (now {batch_size}) or --block_size (now {block_size})")

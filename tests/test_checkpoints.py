@@ -168,6 +168,18 @@ def test_a_full_disk_is_a_one_line_error_and_keeps_the_old_file(write, tmp_path,
     assert os.listdir(tmp_path) == ['ckpt.pt']
 
 
+def test_out_of_memory_is_a_one_line_error_that_says_what_to_shrink():
+    code = ("import runpy, sys, torch\n"
+            "def step(*args, **kwargs):\n"
+            "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB.')\n"
+            "torch.optim.AdamW.step = step\n"
+            f"sys.argv = ['gpt.py', *{TINY!r}, '--out_dir=']\n"
+            f"runpy.run_path({os.path.join(ROOT, 'gpt.py')!r}, run_name='__main__')\n")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    one_line_error(r, 'cpu ran out of memory (CUDA out of memory. Tried to allocate 2.00 GiB.)',
+                   '--batch_size (now 8)', '--block_size (now 16)')
+
+
 def test_an_out_dir_that_is_a_file_is_a_one_line_error(tmp_path):
     (tmp_path / 'out').write_text('not a folder')
     r = run('gpt.py', *TINY, '--max_iters=10', f'--out_dir={tmp_path / "out"}')

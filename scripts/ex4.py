@@ -1,0 +1,138 @@
+"""
+Exercise EX4: read a transformer paper, implement a feature, see whether it helps.
+
+Four features from papers, each a few lines applied to gpt.py's model after it is built. Each
+trains as `python gpt.py --preset=cpu` does (the same loop, schedule and evaluations; about
+1.5 minutes on 2 cores), on several seeds, next to the unchanged model on the same seeds:
+
+    python scripts/ex4.py                                      # all four and the baseline, 3 seeds
+    python scripts/ex4.py --features baseline gelu --seeds 1337 --max_iters 500
+    python scripts/ex4.py --device=cuda                        # the same runs on a GPU
+
+The baseline on seed 1337 is `python gpt.py --preset=cpu` itself, so on a CPU it prints that
+run's val loss. On a GPU the speed switches stay off: float32, as on the CPU.
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpt  # noqa: E402
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        gpt.fail(f"{message} (see --help)", code=2)
+
+
+def gelu(model):
+    for block in model.blocks:
+        block.ffwd.net[1] = nn.GELU()
+
+
+def tied(model):
+    model.lm_head.weight = model.token_embedding_table.weight # both (vocab_size, n_embd)
+
+
+def residual_init(model):
+    # every Block adds to the residual stream twice: scale both projections by 1/sqrt(2 n_layer),
+    # so the stream's variance at init no longer grows with depth
+    with torch.no_grad():
+        for block in model.blocks:
+            block.sa.proj.weight /= math.sqrt(2 * gpt.n_layer)
+            block.ffwd.net[2].weight /= math.sqrt(2 * gpt.n_layer)
+
+
+def nope(model):
+    # the position table stays at zero: with the causal mask, a token can still count how many
+    # came before it, which is a sense of position
+    nn.init.zeros_(model.position_embedding_table.weight)
+    model.position_embedding_table.weight.requires_grad_(False)
+
+
+FEATURES = {
+    'baseline': ('the CPU preset as it is', lambda model: None),
+    'gelu': ('GELU instead of ReLU in FeedForward (Hendrycks & Gimpel 2016; GPT-2)', gelu),
+    'tied': ("lm_head shares the token embedding's weights (Press & Wolf 2017; "
+             "Attention Is All You Need, section 3.4)", tied),
+    'residual-init': ('residual projections initialized 1/sqrt(2 n_layer) smaller (GPT-2, section 2.3)',
+                      residual_init),
+    'nope': ('no position embeddings at all (Haviv et al. 2022)', nope),
+}
+
+
+def train(feature, seed, splits, vocab_size, label):
+    """gpt.py's main loop for one model; its val loss after the last step."""
+    torch.manual_seed(seed)
+    model = gpt.GPTLanguageModel(vocab_size).to(gpt.device)
+    FEATURES[feature][1](model)
+    optimizer = gpt.make_optimizer(model)
+    step_fn, eval_fn = gpt.step_functions(model, optimizer)
+    t0 = time.time()
+    for step in range(gpt.max_iters + 1):
+        if step % gpt.eval_interval == 0 or step == gpt.max_iters:
+            losses = gpt.estimate_loss(model, splits, eval_fn)
+            print(f"{label} step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
+                  f" | {time.time() - t0:.0f}s", flush=True)
+        if step == gpt.max_iters:
+            break
+        xb, yb = gpt.get_batch(splits['train'])
+        gpt.set_lr(optimizer, gpt.get_lr(step))
+        step_fn(xb, yb)
+    return losses['val'], sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def main(argv):
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--features', nargs='+', choices=list(FEATURES), default=list(FEATURES))
+    p.add_argument('--seeds', nargs='+', type=int, default=[1337, 1338, 1339])
+    p.add_argument('--max_iters', type=int, default=None, help="steps per run (default: the preset's)")
+    p.add_argument('--device', default='cpu')
+    args = p.parse_args(argv)
+    overrides = ['--preset=cpu', f'--device={args.device}', '--use_tf32=False', '--use_bf16=False',
+                 '--use_compile=False', '--use_cuda_graph=False']
+    if args.max_iters is not None:
+        if args.max_iters < 1:
+            p.error(f"--max_iters must be at least 1, got {args.max_iters}")
+        overrides.append(f'--max_iters={args.max_iters}')
+    gpt.apply_overrides(overrides, vars(gpt), gpt.config_keys, gpt.PRESETS)
+    gpt.configure()
+
+    text = gpt.read_text()
+    chars = sorted(set(text))
+    encode, _ = gpt.make_codec(chars)
+    train_data, val_data = gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(gpt.device))
+    splits = {'train': train_data, 'val': val_data}
+    runs = len(args.features) * len(args.seeds)
+    print(f"{runs} runs of the CPU preset, {gpt.max_iters} steps each, on {gpt.device}", flush=True)
+
+    t0 = time.time()
+    results = {}
+    for feature in args.features:
+        for seed in args.seeds:
+            results[feature, seed] = train(feature, seed, splits, len(chars), f"{feature} seed {seed}")
+
+    base = statistics.mean(results['baseline', s][0] for s in args.seeds) if 'baseline' in args.features else None
+    print('\n| feature | what | trained parameters | ' + ' | '.join(f'seed {s}' for s in args.seeds)
+          + ' | mean | vs baseline |')
+    print('| --- | --- | ---: | ' + ' | '.join('---:' for _ in args.seeds) + ' | ---: | ---: |')
+    for feature in args.features:
+        vals = [results[feature, s][0] for s in args.seeds]
+        mean = statistics.mean(vals)
+        diff = f'{mean - base:+.4f}' if base is not None and feature != 'baseline' else ''
+        print(f"| {feature} | {FEATURES[feature][0]} | {results[feature, args.seeds[0]][1]:,} | "
+              + ' | '.join(f'{v:.4f}' for v in vals) + f" | {mean:.4f} | {diff} |")
+    print(f"\nval loss after the last step; {time.time() - t0:.0f} s in all, PyTorch {torch.__version__}")
+
+
+if __name__ == '__main__':
+    try:
+        main(sys.argv[1:])
+    except KeyboardInterrupt:
+        sys.exit(130)

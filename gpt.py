@@ -695,9 +695,10 @@ def main():
         keep = []
         try:
             os.makedirs(out_dir, exist_ok=True)
-            if resume and os.path.exists(log_path): # drop log rows past the checkpoint
-                with open(log_path) as f:
-                    keep = [row for row in f.read().splitlines()[1:] if int(row.split(',')[0]) <= start_step]
+            if resume and os.path.exists(log_path): # drop log rows past the checkpoint (and damaged ones)
+                with open(log_path, errors='replace') as f:
+                    steps = [(row, row.split(',')[0]) for row in f.read().splitlines()[1:]]
+                keep = [row for row, step in steps if step.isdigit() and int(step) <= start_step]
             with open(log_path, 'w') as f:
                 f.write('\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n')
         except OSError as e:

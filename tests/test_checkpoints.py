@@ -71,6 +71,16 @@ def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):
     assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['step'] == 300
 
 
+def test_resume_drops_damaged_log_rows(tmp_path):
+    a = run('gpt.py', *TINY, '--max_iters=50', f'--out_dir={tmp_path}')
+    with open(tmp_path / 'log.csv', 'ab') as f:
+        f.write(b'garbage\n\xff\xfe,1\n\n')
+    b = run('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}', '--resume=True')
+    assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+    steps = [row.split(',')[0] for row in (tmp_path / 'log.csv').read_text().splitlines()]
+    assert steps == ['step', '0', '50', '100']
+
+
 def test_best_checkpoint_holds_the_lowest_val_loss(uninterrupted):
     full, out = uninterrupted
     best = min(v for _, v in losses(full).values())

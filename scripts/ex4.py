@@ -2,10 +2,10 @@
 Exercise EX4: read a transformer paper, implement a feature, see whether it helps.
 
 Four features from papers, each a few lines applied to gpt.py's model after it is built. Each
-trains as `python gpt.py --preset=cpu` does (the same loop, schedule and evaluations; about
-1.5 minutes on 2 cores), on several seeds, next to the unchanged model on the same seeds:
+trains as `python gpt.py --preset=cpu` does (the same loop, schedule and evaluations; 100 to
+120 s a run on 2 cores), on several seeds, next to the unchanged model on the same seeds:
 
-    python scripts/ex4.py                                      # all four and the baseline, 3 seeds
+    python scripts/ex4.py                                      # all four and the baseline, 3 seeds: 27 min
     python scripts/ex4.py --features baseline gelu --seeds 1337 --max_iters 500
     python scripts/ex4.py --device=cuda                        # the same runs on a GPU
 

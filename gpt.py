@@ -112,6 +112,12 @@ def fail(message, code=1):
     print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
 
+
+def exit_on_broken_pipe():
+    """Whoever read the output stopped reading (| head): exit without a traceback."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # nothing left to flush at exit
+    sys.exit(1)
+
 # ------------
 # data: read the text, build the vocabulary, encode it, split it
 
@@ -166,11 +172,17 @@ def save_atomically(path, write):
             write(f)
         os.replace(tmp, path)
     except BaseException as e:
-        os.remove(tmp)
-        cause = e if isinstance(e, OSError) else e.__context__ # torch.save wraps the OSError
-        if isinstance(cause, OSError):
-            fail(f"cannot write {path}: {cause.strerror or cause} (an earlier file there is untouched)")
+        discard(tmp, path, e)
         raise
+
+
+def discard(tmp, path, error):
+    """Remove the temporary file of a save to path that failed; a full disk or a folder that
+    can't be written is a one-line error, anything else (Ctrl-C) goes on up."""
+    os.remove(tmp)
+    cause = error if isinstance(error, OSError) else error.__context__ # torch.save wraps the OSError
+    if isinstance(cause, OSError):
+        fail(f"cannot write {path}: {cause.strerror or cause} (an earlier file there is untouched)")
 
 
 def link_atomically(src, path):
@@ -188,9 +200,7 @@ def link_atomically(src, path):
     try:
         os.replace(tmp, path)
     except BaseException as e:
-        os.remove(tmp)
-        if isinstance(e, OSError):
-            fail(f"cannot write {path}: {e.strerror} (an earlier file there is untouched)")
+        discard(tmp, path, e)
         raise
 
 
@@ -781,9 +791,8 @@ if __name__ == '__main__':
     except KeyboardInterrupt:
         print("\ninterrupted; nothing saved since the last checkpoint", file=sys.stderr)
         sys.exit(130)
-    except BrokenPipeError: # whoever read the output stopped reading (| head): no traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+    except BrokenPipeError:
+        exit_on_broken_pipe()
     except OSError as e: # e.g. the disk filled up while the log was written
         fail(f"{e.strerror}: {e.filename}" if e.filename else str(e))
     except RuntimeError as e: # torch.OutOfMemoryError on CUDA; MPS says it in a RuntimeError

@@ -162,6 +162,5 @@ if __name__ == '__main__':
     try:
         main()
         sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except BrokenPipeError: # whoever read the output stopped reading (| head): no traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+    except BrokenPipeError: # whoever read the output stopped reading (| head)
+        gpt.exit_on_broken_pipe()

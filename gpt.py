@@ -551,8 +551,10 @@ class StopRequest:
 
     def __call__(self, signum, frame):
         self.requested = True
-        print("\nCtrl-C: saving a checkpoint after this step (Ctrl-C again quits without saving)",
-              flush=True)
+        # straight to the file descriptor: a print here could land inside a print of the loop's,
+        # which Python's buffered stdout refuses ("reentrant call")
+        os.write(sys.stderr.fileno(), b"\nCtrl-C: saving a checkpoint after this step "
+                                      b"(Ctrl-C again quits without saving)\n")
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 

@@ -1,4 +1,8 @@
+import contextlib
+import io
 import os
+import runpy
+import subprocess
 import sys
 
 import pytest
@@ -8,6 +12,30 @@ sys.path.insert(0, ROOT)
 INPUT = os.path.join(ROOT, 'input.txt')
 
 import gpt  # noqa: E402
+
+
+def run_here(script, *args, cwd=None):
+    """Run a script as `python script args` would, but inside this process: no new interpreter
+    and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
+    exits before it trains. What the run changes in gpt's settings is put back afterwards."""
+    path = os.path.join(ROOT, script)
+    settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    sys.argv = [path, *args]
+    try:
+        os.chdir(cwd or here)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                runpy.run_path(path, run_name='__main__')
+            except SystemExit as e: # what the interpreter would make of it
+                if isinstance(e.code, str):
+                    print(e.code, file=sys.stderr)
+                code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        sys.argv, sys.path[:] = argv, paths
+        os.chdir(here)
+        vars(gpt).update(settings)
+    return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())
 
 # a model small enough to build and train in milliseconds
 TINY = dict(n_embd=32, n_head=4, n_layer=2, block_size=16, batch_size=4, dropout=0.0,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT, needs_input
+from conftest import ROOT, needs_input, run_here
 from test_scripts import losses, run
 
 pytestmark = needs_input
@@ -240,6 +240,7 @@ def test_sample_to_a_file_and_from_a_prompt_file(uninterrupted, tmp_path):
 
 def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     _, out = uninterrupted
+    sample = lambda *args: run_here(os.path.join('scripts', 'sample.py'), *args)  # noqa: E731
     ckpt = f'--ckpt={out / "best.pt"}'
     one_line_error(sample(ckpt, '--prompt=caf\u00e9 \u20ac'), 'never saw', "'\u00e9\u20ac'")
     one_line_error(sample(f'--ckpt={tmp_path / "missing.pt"}'), 'no checkpoint at')

@@ -42,7 +42,7 @@ def server():
             pass
 
     httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     state['url'] = f'http://127.0.0.1:{httpd.server_address[1]}/input.txt'
     yield state

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, needs_input
+from conftest import ROOT, needs_input, run_here
 
 TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
             '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=50',
@@ -62,7 +62,7 @@ def test_gpt_trains_end_to_end_and_samples(tmp_path):
     ('input.txt', ['unknown option']),
 ])
 def test_bad_options_are_one_line_errors(script, arg, words, tmp_path):
-    r = run(script, arg, cwd=tmp_path)
+    r = run_here(script, arg, cwd=tmp_path)
     assert r.returncode == 2
     assert r.stdout == ''
     assert r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
@@ -79,7 +79,7 @@ def test_bad_options_are_one_line_errors(script, arg, words, tmp_path):
     ('--learning_rate=-1e-3', ['--learning_rate must be > 0']),
 ])
 def test_out_of_range_values_are_one_line_errors(script, arg, words, tmp_path):
-    r = run(script, arg, '--device=cpu', cwd=tmp_path)
+    r = run_here(script, arg, '--device=cpu', cwd=tmp_path)
     assert r.returncode == 1 and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
     for word in words:
         assert word in r.stderr
@@ -87,12 +87,12 @@ def test_out_of_range_values_are_one_line_errors(script, arg, words, tmp_path):
 
 
 def test_gpt_n_embd_must_split_into_heads(tmp_path):
-    r = run('gpt.py', '--n_embd=64', '--n_head=6', cwd=tmp_path)
+    r = run_here('gpt.py', '--n_embd=64', '--n_head=6', cwd=tmp_path)
     assert r.returncode == 1 and 'n_embd=64 must be a multiple of n_head=6' in r.stderr
 
 
 def test_gpt_bool_option_wants_a_bool(tmp_path):
-    r = run('gpt.py', '--resume=1', cwd=tmp_path)
+    r = run_here('gpt.py', '--resume=1', cwd=tmp_path)
     assert r.returncode == 2 and '--resume expects bool' in r.stderr
 
 

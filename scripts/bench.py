@@ -13,8 +13,9 @@ which also covers torch.compile), --peak_tflops=X (the device's peak for MFU; de
 an H100/H200's dense bf16), --compile_whole=True (torch.compile the whole model instead of
 each Block, for comparison), --evals=N (also time N calls of estimate_loss, the first of which
 compiles the eval graph; default 0), --saves=N (also time N checkpoint writes, model and AdamW
-state, as gpt.py writes them at each evaluation, to a temporary folder; default 0), and any
-gpt.py hyperparameter as --key=value.
+state, as gpt.py writes them at each evaluation, to a temporary folder; default 0),
+--profile=N (run N more steps under torch.profiler and print the 15 operations or kernels that
+took the most time: where a step goes; default 0), and any gpt.py hyperparameter as --key=value.
 """
 import os
 import sys
@@ -32,6 +33,7 @@ peak_tflops = 989.0 # an H100/H200's dense bf16 peak
 compile_whole = False # compile the whole model as one graph instead of each Block
 evals = 0 # how many estimate_loss calls to time after the steps
 saves = 0 # how many checkpoint writes to time after that
+profile = 0 # how many steps to run under torch.profiler at the end
 
 
 def flops_per_step(model):
@@ -53,13 +55,13 @@ def synchronize():
 def main(argv):
     settings = {k: getattr(gpt, k) for k in gpt.config_keys}
     settings.update(steps=steps, warmup=warmup, peak_tflops=peak_tflops,
-                    compile_whole=compile_whole, evals=evals, saves=saves)
+                    compile_whole=compile_whole, evals=evals, saves=saves, profile=profile)
     gpt.apply_overrides(argv, settings, list(settings), gpt.PRESETS)
     for key, value in settings.items():
         setattr(gpt, key, value)
     n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
-    if n_steps < 1 or min(n_warmup, settings['evals'], settings['saves']) < 0 or peak <= 0:
-        gpt.fail("--steps must be at least 1, --warmup, --evals and --saves at least 0, "
+    if n_steps < 1 or min(n_warmup, settings['evals'], settings['saves'], settings['profile']) < 0 or peak <= 0:
+        gpt.fail("--steps must be at least 1, --warmup, --evals, --saves and --profile at least 0, "
                  "--peak_tflops above 0")
     gpt.configure()
     switches = ['use_tf32', 'use_bf16', 'use_compile', 'compile_mode', 'use_fused_adamw',
@@ -112,6 +114,19 @@ def main(argv):
             chars = [chr(c) for c in range(65)] # a stand-in vocabulary of the real one's size
             gpt.save_checkpoint(path, model, optimizer, n_steps, chars, 1.0, 0.0)
             print(f"checkpoint {i + 1}: {time.time() - t3:.3f} s for {os.path.getsize(path) / 1e6:.1f} MB")
+
+    if settings['profile']:
+        on_gpu = torch.device(gpt.device).type == 'cuda'
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if on_gpu: # the GPU's own time per kernel, also for kernels replayed from a CUDA graph
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as prof:
+            for _ in range(settings['profile']):
+                step()
+            synchronize()
+        sort_by = 'self_device_time_total' if on_gpu else 'self_cpu_time_total'
+        print(f"profile of {settings['profile']} steps, by {sort_by}:")
+        print(prof.key_averages().table(sort_by=sort_by, row_limit=15))
 
 
 if __name__ == '__main__':

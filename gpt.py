@@ -39,6 +39,7 @@ n_layer = 6 # how many Blocks
 dropout = 0.2 # probability of zeroing an activation during training
 seed = 1337
 max_new_tokens = 500 # length of the sample printed at the end
+progress_seconds = 30.0 # between evaluations, a progress line at least this often (0: none)
 preset = '' # a named set of the settings below, applied before the command line: 'cpu'
 # where checkpoints and the loss log go ('' turns checkpoints off)
 out_dir = 'out'
@@ -543,6 +544,16 @@ def check_compatible(checkpoint, chars, path):
         fail(f"cannot resume from {path}: " + '; '.join(diffs))
 
 
+def time_left(steps_done, seconds_per_step, eval_seconds, evaluated):
+    """A rough estimate of the time until training ends: the steps left at the latest speed,
+    and the evaluations left at the latest one's duration (evaluated: the one at steps_done)."""
+    evals = sum(1 for s in range(steps_done, max_iters + 1) if s % eval_interval == 0 or s == max_iters)
+    seconds = (max_iters - steps_done) * seconds_per_step + (evals - evaluated) * eval_seconds
+    if seconds < 90:
+        return f"{seconds:.0f}s left"
+    return f"{seconds / 60:.0f} min left" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h left"
+
+
 class StopRequest:
     """The first Ctrl-C asks the loop to save and stop after the current step; a second one quits."""
 
@@ -580,7 +591,7 @@ def configure():
     for key in ('batch_size', 'block_size', 'n_embd', 'n_head', 'n_layer', 'eval_interval', 'eval_iters'):
         if globals()[key] < 1:
             fail(f"--{key} must be at least 1, got {globals()[key]}")
-    for key in ('max_iters', 'max_new_tokens', 'warmup_iters'):
+    for key in ('max_iters', 'max_new_tokens', 'warmup_iters', 'progress_seconds'):
         if globals()[key] < 0:
             fail(f"--{key} must be at least 0, got {globals()[key]}")
     if learning_rate <= 0 or min_lr < 0:
@@ -651,9 +662,9 @@ def main():
     print(f"device: {device}")
     print('config: ' + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
     if device_type == 'cpu' and n_layer * n_embd**2 * block_size * batch_size >= 6 * 384**2 * 256 * 32:
-        print("hint: on a CPU the lecture's config takes about 9 s per step (measured on 2 cores; "
-              "5000 steps: over 12 hours). python gpt.py --preset=cpu reaches val loss 1.63 in "
-              "about 100 s (README.md: No GPU?)")
+        print("hint: on a CPU the lecture's config takes about 9 s per step and 13 minutes per "
+              "evaluation (measured on 2 cores; the whole run: about 15 hours). python gpt.py "
+              "--preset=cpu reaches val loss 1.63 in about 100 s (README.md: No GPU?)")
 
     torch.manual_seed(seed)
 
@@ -724,7 +735,7 @@ def main():
     stop = StopRequest()
     signal.signal(signal.SIGINT, stop)
     t0 = time.time() - elapsed_before
-    t_last, step_last = time.time(), start_step
+    t_last, step_last, t_print, eval_seconds = time.time(), start_step, time.time(), 0.0
 
     def checkpoint_now(path, step):
         save_checkpoint(path, model, optimizer, step, chars, best_val_loss, time.time() - t0)
@@ -735,13 +746,18 @@ def main():
         # a checkpoint at start_step was written after that step's evaluation
         resumed_here = checkpoint is not None and step == start_step
         if (step % eval_interval == 0 or step == max_iters) and not resumed_here:
+            t_eval = time.time()
             losses = estimate_loss(model, splits, eval_fn)
             now = time.time()
+            eval_seconds = now - t_eval
             progress = f" | {now - t0:.1f}s"
-            if step > step_last: # speed of the training steps since the last evaluation
+            if step > step_last: # speed since the last evaluation (this one included)
                 seconds = now - t_last
                 progress += (f", {seconds * 1000 / (step - step_last):.1f} ms/step, "
                              f"{(step - step_last) * batch_size * block_size / seconds:,.0f} tok/s")
+                if step < max_iters:
+                    progress += ', ' + time_left(step, (t_eval - t_last) / (step - step_last),
+                                                 eval_seconds, evaluated=True)
             print(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
                   + progress, flush=True)
             if out_dir:
@@ -754,7 +770,8 @@ def main():
                     link_atomically(ckpt_path, best_path)
             gc.freeze() # Python's garbage collector skips every object alive now from here on (PyTorch
                         # and torch.compile made hundreds of thousands): shorter collections, faster exit
-            t_last, step_last = time.time(), step
+            t_last = t_print = time.time()
+            step_last = step
         if step == max_iters:
             break
 
@@ -774,6 +791,15 @@ def main():
         # evaluate the loss, backpropagate, update: train_step above
         set_lr(optimizer, get_lr(step))
         step_fn(xb, yb)
+
+        # a slow run (a CPU) also shows its progress between evaluations; on a GPU this times the
+        # steps as they are queued (nothing here waits for the GPU)
+        if progress_seconds and time.time() - t_print >= progress_seconds:
+            now = t_print = time.time()
+            seconds = (now - t_last) / (step + 1 - step_last)
+            print(f"step {step + 1}/{max_iters} | {now - t0:.1f}s, {seconds * 1000:.1f} ms/step, "
+                  f"{batch_size * block_size / seconds:,.0f} tok/s, "
+                  + time_left(step + 1, seconds, eval_seconds, evaluated=False), flush=True)
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if out_dir:

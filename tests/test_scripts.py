@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import gpt
 from conftest import ROOT, needs_input, run_here
 
 TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
@@ -41,15 +42,31 @@ def test_bigram_prints_the_lectures_exact_losses():
 
 @needs_input
 def test_gpt_trains_end_to_end_and_samples(tmp_path):
-    r = run('gpt.py', *TINY_GPT, cwd=tmp_path)
+    r = run('gpt.py', *TINY_GPT, '--progress_seconds=1e-9', cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith('device: cpu\n')
     found = losses(r.stdout)
     assert sorted(found) == [0, 10, 20, 30]
     assert found[30][1] < found[0][1]  # it learned something
+    assert re.search(r'^step 20: .* \| [\d.]+s, [\d.]+ ms/step, [\d,]+ tok/s, \d+s left$', r.stdout, re.M)
     assert re.search(r'^step 30: .* \| [\d.]+s, [\d.]+ ms/step, [\d,]+ tok/s$', r.stdout, re.M)
+    # progress between evaluations: here after every step, as progress_seconds is tiny
+    between = re.findall(r'^step (\d+)/30 \| [\d.]+s, [\d.]+ ms/step, [\d,]+ tok/s, \d+s left$',
+                         r.stdout, re.M)
+    assert between == [str(n) for n in range(1, 31)]
     assert sorted(os.listdir(tmp_path / 'out')) == ['best.pt', 'ckpt.pt', 'log.csv']
     assert len(r.stdout.rsplit('best.pt\n', 1)[1]) >= 50  # the sample
+
+
+def test_time_left_counts_the_steps_and_the_evaluations_still_to_come(tiny, monkeypatch):
+    monkeypatch.setattr(gpt, 'max_iters', 5000)
+    monkeypatch.setattr(gpt, 'eval_interval', 500)
+    # right after the first evaluation: 5000 steps and 10 evaluations to go (a CPU's speeds)
+    assert gpt.time_left(0, 9.0, 800.0, evaluated=True) == '14.7 h left'
+    assert gpt.time_left(500, 0.1, 1.0, evaluated=True) == '8 min left'   # 450 s + 9 s
+    assert gpt.time_left(4999, 1.0, 10.0, evaluated=False) == '11s left'  # 1 step, the last eval
+    monkeypatch.setattr(gpt, 'max_iters', 5100)  # the last step is evaluated too
+    assert gpt.time_left(5000, 0.0, 10.0, evaluated=True) == '10s left'
 
 
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])

@@ -505,7 +505,7 @@ def get_lr(step):
 SHAPE_KEYS = ('n_embd', 'n_head', 'n_layer', 'block_size')
 
 
-def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed):
+def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed, eval_seconds=0.0):
     """Everything an exact resume needs, written atomically: a crash never damages the old file."""
     checkpoint = {
         'model': model.state_dict(),
@@ -515,6 +515,7 @@ def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed)
         'chars': chars,
         'best_val_loss': best_val_loss,
         'elapsed': elapsed,
+        'eval_seconds': eval_seconds, # how long an evaluation takes, for the time left after a resume
         'rng_cpu': torch.get_rng_state(),
         'rng_cuda': torch.cuda.get_rng_state_all() if torch.device(device).type == 'cuda' else [],
     }
@@ -702,13 +703,14 @@ def main():
     # create a PyTorch optimizer
     optimizer = make_optimizer(model)
 
-    start_step, best_val_loss, elapsed_before = 0, float('inf'), 0.0
+    start_step, best_val_loss, elapsed_before, eval_seconds = 0, float('inf'), 0.0, 0.0
     if checkpoint is not None:
         model.load_state_dict(checkpoint['model'])
         load_optimizer_state(optimizer, checkpoint['optimizer'])
         start_step = checkpoint['step']
         best_val_loss = checkpoint['best_val_loss']
         elapsed_before = checkpoint['elapsed']
+        eval_seconds = checkpoint.get('eval_seconds', 0.0)
         torch.set_rng_state(checkpoint['rng_cpu'].cpu())
         if device_type == 'cuda' and checkpoint['rng_cuda']:
             torch.cuda.set_rng_state_all([s.cpu() for s in checkpoint['rng_cuda']])
@@ -735,10 +737,10 @@ def main():
     stop = StopRequest()
     signal.signal(signal.SIGINT, stop)
     t0 = time.time() - elapsed_before
-    t_last, step_last, t_print, eval_seconds = time.time(), start_step, time.time(), 0.0
+    t_last, step_last, t_print = time.time(), start_step, time.time()
 
     def checkpoint_now(path, step):
-        save_checkpoint(path, model, optimizer, step, chars, best_val_loss, time.time() - t0)
+        save_checkpoint(path, model, optimizer, step, chars, best_val_loss, time.time() - t0, eval_seconds)
 
     for step in range(start_step, max_iters + 1):
 

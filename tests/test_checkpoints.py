@@ -67,9 +67,12 @@ def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):
     a = run('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
     with open(tmp_path / 'log.csv', 'ab') as f: # damaged rows are dropped, not a ValueError
         f.write(b'garbage\n\xff\xfe,1\n\n')
-    b = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True')
+    assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['eval_seconds'] > 0 # for the time left
+    b = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True',
+            '--progress_seconds=1e-9') # progress lines after every step change no number
     assert a.returncode == b.returncode == 0, a.stderr + b.stderr
     assert loss_lines(a.stdout) + loss_lines(b.stdout) == loss_lines(full)
+    assert re.search(r'^step 101/300 \| .* left$', b.stdout, re.M)
     steps = [row.split(',')[0] for row in (tmp_path / 'log.csv').read_text().splitlines()]
     assert steps == ['step'] + [str(s) for s in range(0, 301, 50)]
     assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['step'] == 300

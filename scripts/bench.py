@@ -60,7 +60,8 @@ def main(argv):
     for key, value in settings.items():
         setattr(gpt, key, value)
     n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
-    if n_steps < 1 or min(n_warmup, settings['evals'], settings['saves'], settings['profile']) < 0 or peak <= 0:
+    counts = [n_warmup, settings['evals'], settings['saves'], settings['profile']]
+    if n_steps < 1 or min(counts) < 0 or peak <= 0:
         gpt.fail("--steps must be at least 1, --warmup, --evals, --saves and --profile at least 0, "
                  "--peak_tflops above 0")
     gpt.configure()
@@ -118,7 +119,7 @@ def main(argv):
     if settings['profile']:
         on_gpu = torch.device(gpt.device).type == 'cuda'
         activities = [torch.profiler.ProfilerActivity.CPU]
-        if on_gpu: # the GPU's own time per kernel, also for kernels replayed from a CUDA graph
+        if on_gpu: # the GPU's own time for each kernel
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         with torch.profiler.profile(activities=activities) as prof:
             for _ in range(settings['profile']):

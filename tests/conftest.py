@@ -37,6 +37,7 @@ def run_here(script, *args, cwd=None):
         vars(gpt).update(settings)
     return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())
 
+
 # a model small enough to build and train in milliseconds
 TINY = dict(n_embd=32, n_head=4, n_layer=2, block_size=16, batch_size=4, dropout=0.0,
             fast_attention=False, device='cpu')

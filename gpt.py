@@ -737,10 +737,15 @@ def main():
     stop = StopRequest()
     signal.signal(signal.SIGINT, stop)
     t0 = time.time() - elapsed_before
-    t_last, step_last, t_print = time.time(), start_step, time.time()
+    t_last = t_print = time.time()
+    step_last = start_step
 
     def checkpoint_now(path, step):
         save_checkpoint(path, model, optimizer, step, chars, best_val_loss, time.time() - t0, eval_seconds)
+
+    def speed(seconds_per_step): # of the training steps, in the progress lines
+        return (f"{seconds_per_step * 1000:.1f} ms/step, "
+                f"{batch_size * block_size / seconds_per_step:,.0f} tok/s")
 
     for step in range(start_step, max_iters + 1):
 
@@ -754,9 +759,7 @@ def main():
             eval_seconds = now - t_eval
             progress = f" | {now - t0:.1f}s"
             if step > step_last: # speed since the last evaluation (this one included)
-                seconds = now - t_last
-                progress += (f", {seconds * 1000 / (step - step_last):.1f} ms/step, "
-                             f"{(step - step_last) * batch_size * block_size / seconds:,.0f} tok/s")
+                progress += ', ' + speed((now - t_last) / (step - step_last))
                 if step < max_iters:
                     progress += ', ' + time_left(step, (t_eval - t_last) / (step - step_last),
                                                  eval_seconds, evaluated=True)
@@ -799,8 +802,7 @@ def main():
         if progress_seconds and time.time() - t_print >= progress_seconds:
             now = t_print = time.time()
             seconds = (now - t_last) / (step + 1 - step_last)
-            print(f"step {step + 1}/{max_iters} | {now - t0:.1f}s, {seconds * 1000:.1f} ms/step, "
-                  f"{batch_size * block_size / seconds:,.0f} tok/s, "
+            print(f"step {step + 1}/{max_iters} | {now - t0:.1f}s, {speed(seconds)}, "
                   + time_left(step + 1, seconds, eval_seconds, evaluated=False), flush=True)
 
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -17,9 +18,11 @@ import gpt  # noqa: E402
 def run_here(script, *args, cwd=None):
     """Run a script as `python script args` would, but inside this process: no new interpreter
     and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
-    exits before it trains. What the run changes in gpt's settings is put back afterwards."""
+    exits before it trains. What the run changes in gpt's settings and torch's random numbers
+    is put back afterwards."""
     path = os.path.join(ROOT, script)
     settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()
+    rng = torch.get_rng_state()
     out, err, code = io.StringIO(), io.StringIO(), 0
     sys.argv = [path, *args]
     try:
@@ -35,6 +38,7 @@ def run_here(script, *args, cwd=None):
         sys.argv, sys.path[:] = argv, paths
         os.chdir(here)
         vars(gpt).update(settings)
+        torch.set_rng_state(rng)
     return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())
 
 

@@ -120,7 +120,7 @@ def one_line_error(r, *words):
 
 def test_resume_with_another_shape_is_a_clear_error(uninterrupted):
     _, out = uninterrupted
-    r = run('gpt.py', *TINY, '--n_embd=32', '--max_iters=400', f'--out_dir={out}', '--resume=True')
+    r = run_here('gpt.py', *TINY, '--n_embd=32', '--max_iters=400', f'--out_dir={out}', '--resume=True')
     one_line_error(r, 'cannot resume', 'n_embd=16 there, 32 here')
 
 
@@ -131,9 +131,9 @@ def test_resume_with_another_vocabulary_is_a_clear_error():
 
 
 def test_resume_without_or_with_a_corrupt_checkpoint(tmp_path):
-    one_line_error(run('gpt.py', *TINY, f'--out_dir={tmp_path}', '--resume=True'), 'no checkpoint at')
+    one_line_error(run_here('gpt.py', *TINY, f'--out_dir={tmp_path}', '--resume=True'), 'no checkpoint at')
     (tmp_path / 'ckpt.pt').write_bytes(b'PK\x03\x04 half a file')
-    one_line_error(run('gpt.py', *TINY, f'--out_dir={tmp_path}', '--resume=True'),
+    one_line_error(run_here('gpt.py', *TINY, f'--out_dir={tmp_path}', '--resume=True'),
                    'not a readable checkpoint')
 
 

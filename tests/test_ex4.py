@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 
 import gpt
-from conftest import ROOT, needs_input
+from conftest import ROOT, needs_input, run_here
 from test_scripts import run
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
@@ -72,6 +72,6 @@ def test_the_script_compares_features_with_the_baseline():
 
 
 def test_the_script_rejects_an_unknown_feature_in_one_line():
-    r = run(os.path.join('scripts', 'ex4.py'), '--features', 'relu')
+    r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'relu')
     assert r.returncode == 2 and r.stderr.startswith("error: argument --features: invalid choice: 'relu'")
     assert r.stderr.count('\n') == 1

@@ -12,7 +12,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 import gpt
-from conftest import ROOT
+from conftest import ROOT, run_here
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
 import attention_walkthrough as walk  # noqa: E402
@@ -198,8 +198,6 @@ def test_the_walkthrough_runs_and_all_its_checks_pass():
 
 
 def test_the_walkthrough_rejects_options_it_does_not_have():
-    import subprocess
-    r = subprocess.run([sys.executable, os.path.join(ROOT, 'scripts', 'attention_walkthrough.py'),
-                        '--steps=3'], capture_output=True, text=True, timeout=120)
+    r = run_here(os.path.join('scripts', 'attention_walkthrough.py'), '--steps=3')
     assert r.returncode == 2 and r.stdout == ''
     assert r.stderr == "error: unknown option '--steps=3': this script takes none\n"

@@ -143,7 +143,7 @@ def test_progression_prints_the_table_and_json(tmp_path):
 
 
 def test_progression_rejects_bad_stages():
-    r = run(os.path.join('scripts', 'progression.py'), '--stages', '0-9')
+    r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '0-9')
     assert r.returncode == 2 and 'stages are 1 to 7' in r.stderr
 
 
@@ -160,7 +160,7 @@ def test_cpu_preset_runs_a_few_steps_and_the_command_line_wins(tmp_path):
 
 
 def test_unknown_preset_is_a_one_line_error():
-    r = run('gpt.py', '--preset=gpu')
+    r = run_here('gpt.py', '--preset=gpu')
     assert r.returncode == 2 and r.stderr == "error: unknown preset 'gpu'; presets: cpu\n"
 
 

@@ -7,7 +7,7 @@ import sys
 import torch
 
 import gpt
-from conftest import needs_input
+from conftest import needs_input, run_here
 from test_scripts import run
 
 
@@ -34,7 +34,7 @@ def test_compiling_the_blocks_keeps_the_state_dict(tiny):
 
 
 def test_an_unknown_compile_mode_is_a_one_line_error():
-    r = run('gpt.py', '--compile_mode=fastest', '--device=cpu')
+    r = run_here('gpt.py', '--compile_mode=fastest', '--device=cpu')
     assert r.returncode == 1 and r.stderr.startswith('error: --compile_mode must be one of')
     assert len(r.stderr.strip().splitlines()) == 1
 
@@ -61,7 +61,7 @@ def test_bench_runs_on_cpu():
 
 
 def test_bench_rejects_unknown_options():
-    r = run(os.path.join('scripts', 'bench.py'), '--stepz=3')
+    r = run_here(os.path.join('scripts', 'bench.py'), '--stepz=3')
     assert r.returncode == 2 and '--steps' in r.stderr and '--n_layer' in r.stderr
 
 

@@ -2,7 +2,6 @@
 import gc
 import os
 import re
-import sys
 
 import torch
 
@@ -85,16 +84,14 @@ def test_a_checkpoint_of_a_cuda_graph_run_resumes_with_this_runs_adamw(tiny):
 
 
 @needs_input
-def test_after_evaluating_the_garbage_collector_skips_the_objects_alive(monkeypatch, capsys):
-    for key in gpt.config_keys: # main() sets gpt's globals from the command line: put them back after
-        monkeypatch.setattr(gpt, key, getattr(gpt, key))
-    monkeypatch.setattr(sys, 'argv', ['gpt.py', '--device=cpu', '--n_layer=1', '--n_embd=16',
-                                      '--n_head=2', '--block_size=8', '--max_iters=2',
-                                      '--eval_iters=1', '--max_new_tokens=1', '--out_dir='])
+def test_after_evaluating_the_garbage_collector_skips_the_objects_alive():
     gc.unfreeze()
     try:
-        gpt.main()
+        r = run_here('gpt.py', '--device=cpu', '--n_layer=1', '--n_embd=16', '--n_head=2',
+                     '--block_size=8', '--max_iters=2', '--eval_iters=1', '--max_new_tokens=1',
+                     '--out_dir=')
         assert gc.get_freeze_count() > 100_000 # PyTorch's own objects, among them
     finally:
         gc.unfreeze()
-    assert 'step 2: train loss' in capsys.readouterr().out
+    assert r.returncode == 0, r.stderr
+    assert 'step 2: train loss' in r.stdout

@@ -26,6 +26,7 @@ learning_rate = 1e-2
 device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
 eval_iters = 200
 seed = 1337
+input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
 # ------------
 config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (bool, int, float, str))]
@@ -65,16 +66,20 @@ def fail(message, code=1):
 # data: read the text, build the vocabulary, encode it, split it
 
 def read_text(path=INPUT_PATH, url=DATA_URL):
-    """The training text; Tiny Shakespeare is downloaded and checked on first use."""
+    """The training text. Tiny Shakespeare is downloaded from url and checked on first use;
+    with url=None, path is a file of your own (--input_file), read as it is."""
     if not os.path.exists(path):
+        if url is None:
+            fail(f"--input_file={path}: no such file")
         download(url, path)
     try:
         with open(path, 'rb') as f:
             raw = f.read()
         text = raw.decode('utf-8')
     except (OSError, UnicodeDecodeError) as e:
-        fail(f"cannot read {path}: {e}. Delete it to download Tiny Shakespeare again.")
-    if hashlib.sha256(raw).hexdigest() != DATA_SHA256: # your own data is fine (lecture EX2)
+        hint = '' if url is None else ' Delete it to download Tiny Shakespeare again.'
+        fail(f"cannot read {path}: {e}.{hint}")
+    if url is not None and hashlib.sha256(raw).hexdigest() != DATA_SHA256:
         print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is")
     return text
 
@@ -201,7 +206,7 @@ def main():
     print('config: ' + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
     torch.manual_seed(seed)
 
-    text = read_text()
+    text = read_text(input_file, url=None) if input_file else read_text()
     # here are all the unique characters that occur in this text
     chars = sorted(list(set(text)))
     vocab_size = len(chars)
@@ -211,7 +216,7 @@ def main():
     n = int(0.9 * len(data))
     train_data, val_data = data[:n], data[n:]
     if len(val_data) <= block_size:
-        fail(f"{INPUT_PATH} is too short for block_size={block_size}")
+        fail(f"{input_file or INPUT_PATH} is too short for block_size={block_size}")
 
     model = BigramLanguageModel(vocab_size)
     m = model.to(device)
@@ -239,7 +244,7 @@ def main():
 
     # generate from the model
     model.eval()
-    context = torch.zeros((1, 1), dtype=torch.long, device=device) # token 0 is '\n'
+    context = torch.zeros((1, 1), dtype=torch.long, device=device) # token 0: '\n' in Tiny Shakespeare
     print(decode(m.generate(context, max_new_tokens=500)[0].tolist()))
 
 

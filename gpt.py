@@ -38,6 +38,7 @@ n_head = 6 # attention heads per block; each is n_embd // n_head = 64 wide
 n_layer = 6 # how many Blocks
 dropout = 0.2 # probability of zeroing an activation during training
 seed = 1337
+input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
 max_new_tokens = 500 # length of the sample printed at the end
 progress_seconds = 30.0 # between evaluations, a progress line at least this often (0: none)
 preset = '' # a named set of the settings below, applied before the command line: 'cpu'
@@ -123,16 +124,20 @@ def exit_on_broken_pipe():
 # data: read the text, build the vocabulary, encode it, split it
 
 def read_text(path=INPUT_PATH, url=DATA_URL):
-    """The training text; Tiny Shakespeare is downloaded and checked on first use."""
+    """The training text. Tiny Shakespeare is downloaded from url and checked on first use;
+    with url=None, path is a file of your own (--input_file), read as it is."""
     if not os.path.exists(path):
+        if url is None:
+            fail(f"--input_file={path}: no such file")
         download(url, path)
     try:
         with open(path, 'rb') as f:
             raw = f.read()
         text = raw.decode('utf-8')
     except (OSError, UnicodeDecodeError) as e:
-        fail(f"cannot read {path}: {e}. Delete it to download Tiny Shakespeare again.")
-    if hashlib.sha256(raw).hexdigest() != DATA_SHA256: # your own data is fine (lecture EX2)
+        hint = '' if url is None else ' Delete it to download Tiny Shakespeare again.'
+        fail(f"cannot read {path}: {e}.{hint}")
+    if url is not None and hashlib.sha256(raw).hexdigest() != DATA_SHA256:
         print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is")
     return text
 
@@ -669,7 +674,7 @@ def main():
 
     torch.manual_seed(seed)
 
-    text = read_text()
+    text = read_text(input_file, url=None) if input_file else read_text()
     # here are all the unique characters that occur in this text
     chars = sorted(list(set(text)))
     vocab_size = len(chars)
@@ -677,7 +682,7 @@ def main():
     data = torch.tensor(encode(text), dtype=torch.long)
     train_data, val_data = split_data(data.to(device)) # all of it lives on the device: ~9 MB
     if len(val_data) <= block_size:
-        fail(f"{INPUT_PATH} is too short: its val split holds {len(val_data)} characters, "
+        fail(f"{input_file or INPUT_PATH} is too short: its val split holds {len(val_data)} characters, "
              f"block_size is {block_size}")
     print(f"{len(text):,} characters, vocab {vocab_size}, "
           f"{len(train_data):,} train / {len(val_data):,} val")
@@ -810,7 +815,7 @@ def main():
         print(f"saved {ckpt_path}; best val loss {best_val_loss:.4f} in {best_path}")
 
     # generate from the model (uncompiled: each new length would be another compile)
-    context = torch.zeros((1, 1), dtype=torch.long, device=device) # token 0 is '\n'
+    context = torch.zeros((1, 1), dtype=torch.long, device=device) # token 0: '\n' in Tiny Shakespeare
     with torch.compiler.set_stance('force_eager') if use_compile else nullcontext():
         print(decode(m.generate(context, max_new_tokens=max_new_tokens)[0].tolist()))
     print(f"{time.time() - t0:.1f} s for training, evaluations and this sample")

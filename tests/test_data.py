@@ -10,7 +10,7 @@ import torch
 
 import bigram
 import gpt
-from conftest import INPUT, needs_input
+from conftest import INPUT, needs_input, run_here
 
 
 @needs_input
@@ -142,3 +142,32 @@ def test_get_batch_draws_the_lectures_batches(tiny):
     ix = torch.randint(len(data) - gpt.block_size, (gpt.batch_size,))
     assert torch.equal(x, torch.stack([data[i:i + gpt.block_size] for i in ix]))
     assert torch.equal(y, torch.stack([data[i + 1:i + gpt.block_size + 1] for i in ix]))
+
+
+TINY_RUN = {'gpt.py': ['--n_layer=1', '--n_embd=16', '--n_head=2', '--out_dir=', '--max_new_tokens=60'],
+            'bigram.py': []}
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_input_file_trains_on_a_text_of_your_own(script, tmp_path):
+    """Lecture EX2: --input_file trains on any text; its vocabulary is that text's characters."""
+    own = tmp_path / 'own.txt'
+    own.write_text('abc cab bca\n' * 300)
+    r = run_here(script, f'--input_file={own}', '--device=cpu', '--max_iters=5', '--eval_interval=5',
+                 '--eval_iters=2', '--block_size=8', *TINY_RUN[script], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert 'downloading' not in r.stdout and 'note:' not in r.stdout
+    sample = r.stdout.split('step 5: ')[1].split('\n', 1)[1]
+    if script == 'gpt.py':
+        assert '3,600 characters, vocab 5,' in r.stdout
+        sample = sample.rsplit('\n', 2)[0] # without the last line, the time taken
+    assert len(sample) > 50 and set(sample) <= set('abc \n'), sample
+    assert os.listdir(tmp_path) == ['own.txt']
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_a_missing_input_file_is_one_line_and_downloads_nothing(script, tmp_path):
+    r = run_here(script, '--input_file=missing.txt', '--device=cpu', '--max_iters=0', '--eval_iters=1',
+                 '--block_size=8', *TINY_RUN[script], cwd=tmp_path) # if it ran anyway: fast
+    assert r.returncode == 1 and r.stderr == 'error: --input_file=missing.txt: no such file\n'
+    assert 'downloading' not in r.stdout and os.listdir(tmp_path) == []

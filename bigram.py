@@ -70,7 +70,7 @@ def read_text(path=INPUT_PATH, url=DATA_URL):
     with url=None, path is a file of your own (--input_file), read as it is."""
     if not os.path.exists(path):
         if url is None:
-            fail(f"--input_file={path}: no such file")
+            fail(f"{path}: no such file")
         download(url, path)
     try:
         with open(path, 'rb') as f:

@@ -169,5 +169,5 @@ def test_input_file_trains_on_a_text_of_your_own(script, tmp_path):
 def test_a_missing_input_file_is_one_line_and_downloads_nothing(script, tmp_path):
     r = run_here(script, '--input_file=missing.txt', '--device=cpu', '--max_iters=0', '--eval_iters=1',
                  '--block_size=8', *TINY_RUN[script], cwd=tmp_path) # if it ran anyway: fast
-    assert r.returncode == 1 and r.stderr == 'error: --input_file=missing.txt: no such file\n'
+    assert r.returncode == 1 and r.stderr == 'error: missing.txt: no such file\n'
     assert 'downloading' not in r.stdout and os.listdir(tmp_path) == []

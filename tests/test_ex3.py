@@ -1,0 +1,64 @@
+"""Exercise EX3: the corpus is rewritten in Tiny Shakespeare's characters, and the runs are gpt.py's."""
+import os
+import random
+import re
+import sys
+
+import pytest
+
+from conftest import INPUT, ROOT, needs_input, run_here
+
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import ex3  # noqa: E402
+
+
+def test_to_vocabulary_keeps_only_the_given_characters():
+    chars = sorted(set("abcdefghijklmnopqrstuvwxyzC '-\n"))
+    assert ex3.to_vocabulary('Caf\u00e9\t\u201cna\u00efve\u201d\u2014it\u2019s   {x}\n', chars) == "Cafe naive-it's x\n"
+
+
+def corpus(path, words=3000):
+    """Random words in Tiny Shakespeare's lowercase letters: a corpus unlike Tiny Shakespeare."""
+    rng = random.Random(0)
+    path.write_text(' '.join(''.join(rng.choice('etaoinshrdlu') for _ in range(rng.randint(1, 8)))
+                             for _ in range(words)))
+    return str(path)
+
+
+@needs_input
+def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
+    r = run_here('scripts/ex3.py', f'--corpus={corpus(tmp_path / "big.txt")}', '--pretrain_iters=4',
+                 '--eval_iters=4', '--warmup_iters=1', cwd=tmp_path) # F: half of P
+    assert r.returncode == 0, r.stderr
+    rows = re.findall(r'^\| (.+?) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| \d+ \|$', r.stdout, re.M)
+    assert [row[:3] for row in rows] == [('scratch, 2 steps', '0', '2'), ('scratch, 6 steps', '0', '6'),
+                                         ('pretrain, 4 steps (no finetuning)', '4', '0'),
+                                         ('pretrain 4, then finetune 2 steps at lr 0.001', '4', '2'),
+                                         ('pretrain 4, then finetune 2 steps at lr 0.004', '4', '2')]
+    assert 'shakespeare val loss' in r.stdout
+    # the scratch runs are `python gpt.py --preset=cpu` with their step counts
+    for (name, _, steps, val) in [rows[0][:4], rows[1][:4]]:
+        g = run_here('gpt.py', '--preset=cpu', f'--max_iters={steps}', '--eval_iters=4', '--warmup_iters=1',
+                     '--device=cpu', '--out_dir=', '--max_new_tokens=0')
+        assert re.findall(r'val loss ([\d.]+)', g.stdout)[-1] == val
+    # the finetuning starts from the pretrained weights, not from scratch
+    assert rows[3][3] != rows[0][3]
+    assert os.listdir(tmp_path) == ['big.txt']
+
+
+@pytest.mark.parametrize('args, words, code', [
+    (['--corpus=missing.txt'], 'error: missing.txt: no such file', 1),
+    (['--corpus=small.txt'], 'small.txt holds only 5 characters', 1),
+    (['--corpus=small.txt', '--finetune_iters=0'], 'must be at least 1, got 2200 and 0', 2),
+    (['--corpus=small.txt', '--preset=', '--finetune_iters=0'], 'got 5000 and 0', 2), # the lecture's config
+    (['--corpus=small.txt', '--max_iters=x'], '--max_iters expects int', 2),
+    (['--corpus=small.txt', '--finetune_lr=0'], '--finetune_lr must be > 0', 2),
+    (['--pretrain_iters=5'], 'the following arguments are required: --corpus', 2),
+])
+def test_ex3_bad_options_are_one_line_errors(args, words, code, tmp_path):
+    (tmp_path / 'small.txt').write_text('hello')
+    if code == 1 and not os.path.exists(INPUT):
+        pytest.skip('these read input.txt first')
+    r = run_here('scripts/ex3.py', *args, cwd=tmp_path)
+    assert r.returncode == code and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
+    assert words in r.stderr

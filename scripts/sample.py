@@ -1,7 +1,7 @@
 """
 Sample text from a checkpoint that gpt.py saved, without training.
 
-    python scripts/sample.py                                      # from out/best.pt
+    python scripts/sample.py                                      # from out/best.pt, printed as it comes
     python scripts/sample.py --prompt="ROMEO:" --temperature=0.8 --top_k=40 --num_samples=3
     python scripts/sample.py --prompt=@prompt.txt --max_new_tokens=10000 --out=more.txt
 
@@ -90,6 +90,13 @@ def main(argv):
     context = torch.tensor([start] * args.num_samples, dtype=torch.long, device=args.device)
 
     torch.manual_seed(args.seed)
+    if not args.out and args.num_samples == 1: # one sample to the screen: each character as it comes
+        print(decode(start), end='', flush=True)
+        for _ in range(args.max_new_tokens): # generate's loop one step at a time: the same sample
+            context = model.generate(context, 1, temperature=args.temperature, top_k=args.top_k)
+            print(decode([context[0, -1].item()]), end='', flush=True)
+        print()
+        return
     out = model.generate(context, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k)
     samples = [decode(row.tolist()) for row in out]
     text = '\n---------------\n'.join(samples) + '\n'

@@ -241,6 +241,17 @@ def test_sample_to_a_file_and_from_a_prompt_file(uninterrupted, tmp_path):
     assert text.startswith('KING RICHARD:\n') and len(text) == len('KING RICHARD:\n') + 200 + 1
 
 
+def test_one_sample_streamed_to_the_screen_is_the_sample_written_to_a_file(uninterrupted, tmp_path):
+    _, out = uninterrupted
+    args = [f'--ckpt={out / "best.pt"}', '--prompt=ROMEO:', '--temperature=0.8', '--top_k=10',
+            '--max_new_tokens=80', '--seed=3', '--device=cpu']
+    streamed = run_here(os.path.join('scripts', 'sample.py'), *args)
+    written = run_here(os.path.join('scripts', 'sample.py'), *args, f'--out={tmp_path / "s.txt"}')
+    assert streamed.returncode == written.returncode == 0, streamed.stderr + written.stderr
+    assert streamed.stdout == (tmp_path / 's.txt').read_text()
+    assert streamed.stdout.startswith('ROMEO:') and len(streamed.stdout) == len('ROMEO:') + 80 + 1
+
+
 def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     _, out = uninterrupted
     sample = lambda *args: run_here(os.path.join('scripts', 'sample.py'), *args)  # noqa: E731

@@ -135,6 +135,7 @@ def exact_match(model, seq, prompt_length, device, chunk=500):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('--digits', type=int, default=3)
     p.add_argument('--plain', action='store_true', help='write the sum in reading order, not reversed')
     p.add_argument('--no-curriculum', dest='curriculum', action='store_false',

@@ -78,6 +78,7 @@ def run(overrides):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('--only', nargs='+', choices=SETTINGS, help='run only these settings')
     p.add_argument('--try', dest='extra', action='append', default=[], metavar='OVERRIDES',
                    help='a setting of your own, as gpt.py overrides (repeatable)')

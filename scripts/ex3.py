@@ -36,11 +36,6 @@ import gpt  # noqa: E402
 TWINS = str.maketrans({'\t': ' ', '\u2018': "'", '\u2019': "'", '\u2013': '-', '\u2014': '-'})
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        gpt.fail(f"{message} (see --help)", code=2)
-
-
 def to_vocabulary(text, chars):
     """text written with only the characters in chars: twins replaced, accents dropped
     (é -> e), anything else removed, and runs of spaces made one."""
@@ -85,8 +80,9 @@ def new_model(vocab_size):
 
 
 def main(argv):
-    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-               allow_abbrev=False) # every other --key=value goes to gpt.py
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False) # every other --key=value goes to gpt.py
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('--corpus', required=True, help='the larger text to pretrain on (UTF-8)')
     p.add_argument('--pretrain_iters', type=int, default=None, help="P (default: the config's max_iters)")
     p.add_argument('--finetune_iters', type=int, default=None, help='F (default: half of P)')
@@ -94,6 +90,10 @@ def main(argv):
                    help="peak learning rates of the finetuning, a finetuning each (default: a quarter "
                    "of the config's learning_rate, as the exercise suggests, and the rate itself)")
     args, settings = p.parse_known_args(argv)
+    for arg in settings:
+        if arg[2:].partition('=')[0] not in gpt.config_keys or not arg.startswith('--'):
+            p.error(f"unrecognized argument {arg!r}: ex3.py takes its own options and gpt.py's "
+                    "settings as --key=value")
     gpt.apply_overrides(['--preset=cpu', '--device=cpu', '--use_tf32=False', '--use_bf16=False',
                          '--use_compile=False', '--use_cuda_graph=False', *settings],
                         vars(gpt), gpt.config_keys, gpt.PRESETS)

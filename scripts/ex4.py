@@ -26,11 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpt  # noqa: E402
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        gpt.fail(f"{message} (see --help)", code=2)
-
-
 def gelu(model):
     for block in model.blocks:
         block.ffwd.net[1] = nn.GELU()
@@ -89,7 +84,8 @@ def train(feature, seed, splits, vocab_size, label):
 
 
 def main(argv):
-    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('--features', nargs='+', choices=list(FEATURES), default=list(FEATURES))
     p.add_argument('--seeds', nargs='+', type=int, default=[1337, 1338, 1339])
     p.add_argument('--max_iters', type=int, default=None, help="steps per run (default: the preset's)")

@@ -25,6 +25,7 @@ def read_log(path):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('log', nargs='?', default=os.path.join('out', 'log.csv'))
     p.add_argument('--out', default=None, help='the PNG to write (default: loss.png beside the log)')
     p.add_argument('--title', default=None)

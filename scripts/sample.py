@@ -17,11 +17,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpt  # noqa: E402
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        gpt.fail(f"{message} (see --help)", code=2)
-
-
 def positive(kind):
     def parse(text):
         value = kind(text)
@@ -33,7 +28,8 @@ def positive(kind):
 
 
 def parse_args(argv):
-    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('--ckpt', default=os.path.join('out', 'best.pt'), help='checkpoint (default: %(default)s)')
     p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "
                    "(default: a newline, as in the lecture)")

@@ -170,3 +170,13 @@ def test_full_config_on_cpu_prints_the_hint(tmp_path):
             f'--out_dir={tmp_path}', timeout=120)
     assert r.returncode == 0, r.stderr
     assert 'hint: on a CPU the lecture' in r.stdout and '--preset=cpu' in r.stdout
+
+
+@pytest.mark.parametrize('script', ['progression', 'cpu_sweep', 'addition', 'plot_losses', 'sample', 'ex3',
+                                    'ex4'])
+def test_every_script_with_options_answers_a_wrong_one_in_one_line(script, tmp_path):
+    r = run_here(os.path.join('scripts', f'{script}.py'), '--corpus=x', '--no_such_option', cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == '', r.stdout
+    assert r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
+    assert '--no_such_option' in r.stderr and r.stderr.endswith('(see --help)\n')
+    assert os.listdir(tmp_path) == []

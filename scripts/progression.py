@@ -139,6 +139,8 @@ def train_stage(stage, device, overrides, threads):
     for step in range(config['max_iters'] + 1):
         if step % config['eval_interval'] == 0 or step == config['max_iters']:
             losses = gpt.estimate_loss(model, splits)
+            print(f"stage {stage} step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
+                  f" | {time.time() - t0:.1f}s", flush=True) # stage 7 on a GPU runs for minutes
         if step == config['max_iters']:
             break
         gpt.train_step(model, optimizer, *gpt.get_batch(train_data)) # float32: use_bf16 is off

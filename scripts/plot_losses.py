@@ -54,9 +54,13 @@ def main(argv):
     ax.legend()
     fig.tight_layout()
     out = args.out or os.path.join(os.path.dirname(args.log), 'loss.png')
-    try:
-        fig.savefig(out, dpi=120)
+    tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f'.tmp-{os.getpid()}-' + os.path.basename(out))
+    try: # into a temporary file, then renamed: an earlier plot is never left half-written
+        fig.savefig(tmp, dpi=120, format='png')
+        os.replace(tmp, out)
     except OSError as e:
+        if os.path.exists(tmp):
+            os.remove(tmp)
         sys.exit(f"error: cannot write {out}: {e.strerror}")
     print(f"wrote {out}")
 

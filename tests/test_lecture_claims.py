@@ -12,7 +12,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 import gpt
-from conftest import ROOT, run_here
+from conftest import ROOT, needs_input, run_here
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
 import attention_walkthrough as walk  # noqa: E402
@@ -197,7 +197,18 @@ def test_the_walkthrough_runs_and_all_its_checks_pass():
     assert 'all checks passed' in r.stdout and 'FAILED' not in r.stdout
 
 
-def test_the_walkthrough_rejects_options_it_does_not_have():
-    r = run_here(os.path.join('scripts', 'attention_walkthrough.py'), '--steps=3')
+@needs_input
+def test_the_data_walkthrough_runs_and_all_its_checks_pass():
+    """The notebook's first part: among its checks, the bigram's loss at init is the video's 4.87."""
+    r = run_here(os.path.join('scripts', 'data_walkthrough.py'))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'all checks passed' in r.stdout and 'FAILED' not in r.stdout
+    assert r.stdout.count('[ok]') == 12
+    assert 'loss 4.8786;' in r.stdout
+
+
+@pytest.mark.parametrize('script', ['attention_walkthrough.py', 'data_walkthrough.py'])
+def test_the_walkthroughs_reject_options_they_do_not_have(script):
+    r = run_here(os.path.join('scripts', script), '--steps=3')
     assert r.returncode == 2 and r.stdout == ''
     assert r.stderr == "error: unknown option '--steps=3': this script takes none\n"

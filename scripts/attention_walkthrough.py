@@ -1,8 +1,9 @@
 """
-The notebook part of the lecture, top to bottom: the mathematical trick of self-attention.
-Each step prints its shapes and key numbers; every equivalence the lecture claims is checked
-with torch.allclose, and the script exits non-zero if one fails.
+The second part of the lecture's notebook, top to bottom: the mathematical trick of
+self-attention. Each step prints its shapes and key numbers; every equivalence the lecture
+claims is checked with torch.allclose, and the script exits non-zero if one fails.
 
+    python scripts/data_walkthrough.py          # the first part: data, batches, the bigram
     python scripts/attention_walkthrough.py
 """
 import os

@@ -17,6 +17,7 @@ import functools
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 
@@ -205,7 +206,12 @@ def main(argv):
     else:
         # the biggest stages first, so the two cores finish together
         order = sorted(work, key=lambda w: -w[0])
-        with multiprocessing.get_context('spawn').Pool(jobs) as pool:
+        # the workers start with Ctrl-C ignored (they inherit that from here): it stops this
+        # process alone, and ending the pool ends them, without a traceback from each of them
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        pool = multiprocessing.get_context('spawn').Pool(jobs)
+        signal.signal(signal.SIGINT, handler)
+        with pool:
             done = {}
             for row in pool.imap_unordered(train_stage_args, order):
                 done[row['stage']] = row

@@ -2,8 +2,10 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -140,6 +142,27 @@ def test_progression_prints_the_table_and_json(tmp_path):
     assert [row['params'] for row in rows] == [65 * 65, 7_553]  # the bigram table; stage 2
     for row, line in zip(rows, table[2:]):
         assert f"| {row['train']:.4f} | {row['val']:.4f} |" in line
+
+
+@needs_input
+def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'progression.py'), '--stages', '5,6',
+                          '--device', 'cpu', '--jobs', '2'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    assert p.stdout.readline().startswith('training stages 5, 6')
+    assert p.stdout.readline().startswith('stage ') # a worker is training
+    os.killpg(p.pid, signal.SIGINT) # what Ctrl-C in a terminal does: the whole group
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err == '', err
+    for _ in range(50): # the workers go with the main process
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail('a worker outlived the main process')
 
 
 def test_progression_rejects_bad_stages():

@@ -2,7 +2,7 @@
 Exercise EX3: pretrain on a larger data set, then finetune on Tiny Shakespeare with fewer steps
 and a lower learning rate. Does the pretraining give a lower val loss than Tiny Shakespeare alone?
 
-    python scripts/ex3.py --corpus=big.txt                       # five runs of the CPU preset's model: 7 min
+    python scripts/ex3.py --corpus=big.txt                       # 5 runs, the CPU preset's model: 7 min
     python scripts/ex3.py --corpus=big.txt --finetune_lr 4e-4 2e-3 --finetune_iters=550
     python scripts/ex3.py --corpus=big.txt --preset= --device=cuda   # the lecture's model, on a GPU
 
@@ -18,7 +18,7 @@ lecture's config. On a GPU too the runs are float32, as on a CPU.
 - scratch, P+F steps: Tiny Shakespeare alone, as many steps as pretraining and finetuning together
 - pretrain, P steps: the corpus alone; also evaluated on Tiny Shakespeare's val split as it goes
 - finetune, F steps: the pretrained weights, then Tiny Shakespeare at --finetune_lr (each one given),
-  a fresh AdamW and the same batches as the first run, so that only the starting weights differ
+  a fresh AdamW and the scratch runs' batches, so that only the starting weights differ
 """
 import argparse
 import os
@@ -118,7 +118,8 @@ def main(argv):
     tiny_train, tiny_val = gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(gpt.device))
     big_train, big_val = gpt.split_data(torch.tensor(encode(corpus), dtype=torch.long).to(gpt.device))
     print(f"corpus: {args.corpus}, {len(corpus):,} characters in Tiny Shakespeare's vocabulary "
-          f"({len(corpus) / len(text):.1f} times Tiny Shakespeare); P={P}, F={F}, on {gpt.device}", flush=True)
+          f"({len(corpus) / len(text):.1f} times Tiny Shakespeare); P={P}, F={F}, on {gpt.device}",
+          flush=True)
 
     tiny = {'train': tiny_train, 'val': tiny_val}
     rows = []
@@ -139,7 +140,8 @@ def main(argv):
         rows.append((f'pretrain {P}, then finetune {F} steps at lr {lr:g}', P, F, losses['val'],
                      pretrain_seconds + seconds))
 
-    print('\n| run | steps on the corpus | steps on Tiny Shakespeare | Tiny Shakespeare val loss | seconds in all |')
+    print('\n| run | steps on the corpus | steps on Tiny Shakespeare | Tiny Shakespeare val loss '
+          '| seconds in all |')
     print('| --- | ---: | ---: | ---: | ---: |')
     for name, p_steps, f_steps, val, seconds in rows:
         print(f"| {name} | {p_steps:,} | {f_steps:,} | {val:.4f} | {seconds:.0f} |")

@@ -14,7 +14,8 @@ import ex3  # noqa: E402
 
 def test_to_vocabulary_keeps_only_the_given_characters():
     chars = sorted(set("abcdefghijklmnopqrstuvwxyzC '-\n"))
-    assert ex3.to_vocabulary('Caf\u00e9\t\u201cna\u00efve\u201d\u2014it\u2019s   {x}\n', chars) == "Cafe naive-it's x\n"
+    text = 'Caf\u00e9\t\u201cna\u00efve\u201d\u2014it\u2019s   {x}\n' # accents, a tab, curly quotes, a dash
+    assert ex3.to_vocabulary(text, chars) == "Cafe naive-it's x\n"
 
 
 def corpus(path, words=3000):

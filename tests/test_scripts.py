@@ -203,3 +203,29 @@ def test_every_script_with_options_answers_a_wrong_one_in_one_line(script, tmp_p
     assert r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
     assert '--no_such_option' in r.stderr and r.stderr.endswith('(see --help)\n')
     assert os.listdir(tmp_path) == []
+
+
+def readme_commands():
+    """{script: the --options the README passes to it}, from its bash blocks and inline code."""
+    with open(os.path.join(ROOT, 'README.md')) as f:
+        text = f.read()
+    lines = [line for block in re.findall(r'```bash\n(.*?)```', text, re.S)
+             for line in block.replace('\\\n', ' ').splitlines()]
+    prose = re.sub(r'```.*?```', '', text, flags=re.S)
+    lines += [span.replace('\n', ' ') for span in re.findall(r'`([^`]+)`', prose)]
+    commands = {}
+    for line in lines:
+        for m in re.finditer(r'python (\S+\.py)((?: (?!python )\S+)*)', line.split(' #')[0]):
+            commands.setdefault(m.group(1), set()).update(re.findall(r'(?<!\S)(--[a-z_0-9]+)', m.group(2)))
+    return commands
+
+
+def test_every_option_in_the_readme_exists():
+    """The README's commands use only options that their scripts have: the docs can't go stale."""
+    commands = readme_commands()
+    assert len(commands) >= 10 and '--finetune_lr' in commands['scripts/ex3.py']
+    helps = {script: run_here(script, '--help').stdout for script in commands}
+    helps['scripts/ex3.py'] += helps['gpt.py'] # it passes gpt.py's settings on
+    for script, options in commands.items():
+        known = set(re.findall(r'--[a-z_0-9]+', helps[script])) | {'--help'}
+        assert options <= known, f"{script}: {sorted(options - known)}"

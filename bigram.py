@@ -50,6 +50,8 @@ def apply_overrides(argv, namespace):
             value = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
             value = raw # a bare string, e.g. --device=cpu
+        if isinstance(value, str):
+            value = os.path.expanduser(value) # --input_file=~/my.txt: the shell leaves a ~ after = alone
         if isinstance(namespace[key], float) and type(value) is int:
             value = float(value)
         if type(value) is not type(namespace[key]):

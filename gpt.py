@@ -91,6 +91,8 @@ def apply_overrides(argv, namespace, keys, presets=None):
             value = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
             value = raw # a bare string, e.g. --device=cpu
+        if isinstance(value, str):
+            value = os.path.expanduser(value) # --out_dir=~/runs: the shell leaves a ~ after = alone
         default = namespace[key]
         if isinstance(default, float) and type(value) is int:
             value = float(value)

@@ -83,7 +83,8 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                 allow_abbrev=False) # every other --key=value goes to gpt.py
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('--corpus', required=True, help='the larger text to pretrain on (UTF-8)')
+    p.add_argument('--corpus', type=os.path.expanduser, required=True,
+                   help='the larger text to pretrain on (UTF-8)')
     p.add_argument('--pretrain_iters', type=int, default=None, help="P (default: the config's max_iters)")
     p.add_argument('--finetune_iters', type=int, default=None, help='F (default: half of P)')
     p.add_argument('--finetune_lr', type=float, nargs='+', default=None,

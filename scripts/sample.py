@@ -30,7 +30,8 @@ def positive(kind):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('--ckpt', default=os.path.join('out', 'best.pt'), help='checkpoint (default: %(default)s)')
+    p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
+                   help='checkpoint (default: %(default)s)')
     p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "
                    "(default: a newline, as in the lecture)")
     p.add_argument('--max_new_tokens', type=int, default=500, help='characters to generate per sample')
@@ -39,7 +40,8 @@ def parse_args(argv):
     p.add_argument('--num_samples', type=positive(int), default=1)
     p.add_argument('--seed', type=int, default=1337)
     p.add_argument('--device', default=gpt.device)
-    p.add_argument('--out', default=None, help='write the samples to this file instead of printing them')
+    p.add_argument('--out', type=os.path.expanduser, default=None,
+                   help='write the samples to this file instead of printing them')
     args = p.parse_args(argv)
     if args.max_new_tokens < 0:
         p.error(f"--max_new_tokens must be >= 0, got {args.max_new_tokens}")
@@ -49,11 +51,12 @@ def parse_args(argv):
 def read_prompt(prompt):
     if not prompt.startswith('@'):
         return prompt
+    path = os.path.expanduser(prompt[1:])
     try:
-        with open(prompt[1:], encoding='utf-8') as f:
+        with open(path, encoding='utf-8') as f:
             return f.read()
     except (OSError, UnicodeDecodeError) as e:
-        gpt.fail(f"cannot read the prompt file {prompt[1:]}: {e}")
+        gpt.fail(f"cannot read the prompt file {path}: {e}")
 
 
 def load_model(path, device):

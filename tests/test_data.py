@@ -166,6 +166,17 @@ def test_input_file_trains_on_a_text_of_your_own(script, tmp_path):
 
 
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_a_tilde_in_a_setting_is_the_home_folder(script, tmp_path, monkeypatch):
+    """The shell leaves --input_file=~/x alone (the ~ is not at the start of a word)."""
+    monkeypatch.setenv('HOME', str(tmp_path))
+    (tmp_path / 'own.txt').write_text('abc cab bca\n' * 300)
+    r = run_here(script, '--input_file=~/own.txt', '--device=cpu', '--max_iters=0', '--eval_iters=1',
+                 '--block_size=8', *TINY_RUN[script], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"input_file={tmp_path / 'own.txt'}" in r.stdout
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
 def test_a_missing_input_file_is_one_line_and_downloads_nothing(script, tmp_path):
     r = run_here(script, '--input_file=missing.txt', '--device=cpu', '--max_iters=0', '--eval_iters=1',
                  '--block_size=8', *TINY_RUN[script], cwd=tmp_path) # if it ran anyway: fast

@@ -10,6 +10,7 @@ Importing this file does nothing.
 import ast
 import hashlib
 import os
+import re
 import sys
 import tempfile
 
@@ -20,12 +21,12 @@ from torch.nn import functional as F
 # hyperparameters
 batch_size = 32 # how many independent sequences will we process in parallel?
 block_size = 8 # what is the maximum context length for predictions?
-max_iters = 3000
-eval_interval = 300
-learning_rate = 1e-2
+max_iters = 3000 # how many optimizer steps to take
+eval_interval = 300 # evaluate train and val loss every this many steps
+learning_rate = 1e-2 # AdamW's step size: high, for a tiny model
 device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
-eval_iters = 200
-seed = 1337
+eval_iters = 200 # how many batches each loss estimate averages over
+seed = 1337 # for torch.manual_seed: the initial weights and the batches
 input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
 # ------------
 config_keys = [k for k, v in globals().items()
@@ -40,8 +41,13 @@ def apply_overrides(argv, namespace):
     """Set top-level hyperparameters from --key=value arguments, keeping each default's type."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in config_keys)
     for arg in argv:
-        if arg in ('-h', '--help'):
-            print(__doc__.strip() + '\n\n' + '\n'.join(f'  --{k}={namespace[k]!r}' for k in config_keys))
+        if arg in ('-h', '--help'): # each setting with its default and the comment beside it above
+            with open(__file__, encoding='utf-8') as f:
+                notes = dict(re.findall(r'^(\w+) = [^#\n]*# (.*)$', f.read(), re.M))
+            lines = [f'  --{k}={namespace[k]!r}' for k in config_keys]
+            width = max(map(len, lines)) + 2
+            print(__doc__.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
+                                                       for line, k in zip(lines, config_keys)))
             sys.exit(0)
         key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
         if key not in config_keys or not eq:

@@ -14,6 +14,7 @@ import gc
 import hashlib
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -30,25 +31,24 @@ batch_size = 64 # how many independent sequences will we process in parallel?
 block_size = 256 # what is the maximum context length for predictions?
 max_iters = 5000 # how many optimizer steps to take
 eval_interval = 500 # evaluate train and val loss every this many steps
-learning_rate = 3e-4
+learning_rate = 3e-4 # AdamW's step size
 device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
 eval_iters = 200 # how many batches each loss estimate averages over
 n_embd = 384 # width of the residual stream
 n_head = 6 # attention heads per block; each is n_embd // n_head = 64 wide
 n_layer = 6 # how many Blocks
 dropout = 0.2 # probability of zeroing an activation during training
-seed = 1337
+seed = 1337 # for torch.manual_seed: the initial weights and the batches
 input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
 max_new_tokens = 500 # length of the sample printed at the end
 progress_seconds = 30.0 # between evaluations, a progress line at least this often (0: none)
 preset = '' # a named set of the settings below, applied before the command line: 'cpu'
-# where checkpoints and the loss log go ('' turns checkpoints off)
-out_dir = 'out'
+out_dir = 'out' # where checkpoints and the loss log go ('' turns checkpoints off)
 resume = False # continue from out_dir/ckpt.pt
 # learning-rate schedule: off by default, so the default run is the lecture's constant lr
 lr_decay = False # linear warmup, then cosine decay to min_lr at max_iters
-warmup_iters = 100
-min_lr = 3e-5
+warmup_iters = 100 # with lr_decay: steps of linear warmup
+min_lr = 3e-5 # with lr_decay: the rate at max_iters
 # speed switches: they only take effect on CUDA; on CPU and MPS the run stays float32 and exact
 use_tf32 = True # TF32 tensor cores for float32 matmuls
 use_bf16 = True # bfloat16 autocast for the forward pass (AdamW keeps float32 weights)
@@ -76,13 +76,18 @@ DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
 INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
 
 
-def apply_overrides(argv, namespace, keys, presets=None):
+def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None):
     """Set namespace[key] from --key=value arguments for the given keys, keeping each type;
-    a --preset=name applies presets[name] first, and the other arguments win over it."""
+    a --preset=name applies presets[name] first, and the other arguments win over it. --help
+    prints doc and each key with its default and its note (default: its comment up here)."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
     for arg in argv:
         if arg in ('-h', '--help'):
-            print(__doc__.strip() + '\n\n' + '\n'.join(f'  --{k}={namespace[k]!r}' for k in keys))
+            notes = notes or setting_notes(__file__)
+            lines = [f'  --{k}={namespace[k]!r}' for k in keys]
+            width = max(map(len, lines)) + 2
+            print(doc.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
+                                                   for line, k in zip(lines, keys)))
             sys.exit(0)
         key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
         if key not in keys or not eq:
@@ -109,6 +114,21 @@ def apply_overrides(argv, namespace, keys, presets=None):
             fail(f"unknown preset {namespace['preset']!r}; presets: {', '.join(presets)}", code=2)
         namespace.update(presets[namespace['preset']])
         apply_overrides(argv, namespace, keys)
+
+
+def setting_notes(path):
+    """{setting: the comment beside it} from the top of the script at path, for --help."""
+    notes, key = {}, None
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            setting, comment = re.match(r'(\w+) = [^#]*(?:# (.*))?', line), re.match(r'\s+# (.*)', line)
+            if setting and setting.group(2):
+                key, notes[setting.group(1)] = setting.group(1), setting.group(2).strip()
+            elif key and comment: # a comment that goes on below its setting
+                notes[key] += ' ' + comment.group(1).strip()
+            else:
+                key = None
+    return notes
 
 
 def fail(message, code=1):

@@ -56,7 +56,8 @@ def main(argv):
     settings = {k: getattr(gpt, k) for k in gpt.config_keys}
     settings.update(steps=steps, warmup=warmup, peak_tflops=peak_tflops,
                     compile_whole=compile_whole, evals=evals, saves=saves, profile=profile)
-    gpt.apply_overrides(argv, settings, list(settings), gpt.PRESETS)
+    notes = {**gpt.setting_notes(gpt.__file__), **gpt.setting_notes(__file__)}
+    gpt.apply_overrides(argv, settings, list(settings), gpt.PRESETS, doc=__doc__, notes=notes)
     for key, value in settings.items():
         setattr(gpt, key, value)
     n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']

@@ -115,10 +115,19 @@ def test_gpt_bool_option_wants_a_bool(tmp_path):
     assert r.returncode == 2 and '--resume expects bool' in r.stderr
 
 
-@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
-def test_help_lists_the_hyperparameters(script):
+@pytest.mark.parametrize('script, first', [('gpt.py', 'The GPT of'), ('bigram.py', 'The bigram'),
+                                           ('scripts/bench.py', 'Time training steps')])
+def test_help_lists_the_hyperparameters_with_their_comments(script, first):
     r = run(script, '--help')
-    assert r.returncode == 0 and '--batch_size=' in r.stdout and '--max_iters=' in r.stdout
+    assert r.returncode == 0 and r.stdout.startswith(first), r.stdout[:200]
+    settings = dict(re.findall(r'^  --(\w+)=(.*)$', r.stdout, re.M)) # the default, then the comment
+    assert re.match(r'(32|64) +how many independent sequences', settings['batch_size'])
+    assert settings['max_iters'].split()[0] in ('3000', '5000')
+    if script == 'gpt.py':  # a comment that goes on over two lines is joined
+        assert settings['use_cuda_graph'].endswith('then replay them: one launch instead of hundreds of '
+                                                   'small kernels per step')
+    if script == 'scripts/bench.py':  # its own settings too, with their comments
+        assert settings['steps'].split()[0] == '20' and 'timed steps' in settings['steps']
 
 
 def test_importing_is_silent(tmp_path):

@@ -1,0 +1,62 @@
+"""gpt.py on a Mac's GPU (MPS); every test here is skipped on a machine without one.
+
+This project has no Mac: these tests have never run. On a Mac, `python -m pytest tests/test_mps.py`.
+"""
+import os
+
+import pytest
+import torch
+
+import gpt
+from conftest import needs_input
+from test_scripts import losses, run
+
+pytestmark = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="needs an Apple GPU (MPS)")
+
+SMALL = ['--n_layer=2', '--n_head=2', '--n_embd=64', '--block_size=32', '--batch_size=16',
+         '--max_iters=60', '--eval_interval=30', '--eval_iters=10', '--max_new_tokens=40']
+SWITCHES = ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'use_pinned', 'use_cuda_graph')
+
+
+def test_the_speed_switches_turn_themselves_off_on_mps(monkeypatch):
+    for key in SWITCHES:
+        monkeypatch.setattr(gpt, key, True)
+    monkeypatch.setattr(gpt, 'fast_attention', None)
+    monkeypatch.setattr(gpt, 'device', 'mps')
+    assert gpt.configure() == 'mps'
+    assert not any(getattr(gpt, key) for key in SWITCHES) and gpt.fast_attention is False
+
+
+def test_get_batch_on_mps_draws_the_cpu_batches(tiny, monkeypatch):
+    data = torch.arange(1000)
+    torch.manual_seed(0)
+    x_cpu, y_cpu = gpt.get_batch(data)
+    monkeypatch.setattr(gpt, 'device', 'mps')
+    torch.manual_seed(0)
+    x_mps, y_mps = gpt.get_batch(data.to('mps'))
+    assert x_mps.device.type == 'mps'
+    assert torch.equal(x_mps.cpu(), x_cpu) and torch.equal(y_mps.cpu(), y_cpu)
+
+
+def test_batched_attention_equals_the_lectures_heads_on_mps(tiny):
+    torch.manual_seed(0)
+    lecture = gpt.MultiHeadAttention(4, 8).to('mps').eval()
+    batched = gpt.BatchedMultiHeadAttention(4, 8).to('mps').eval()
+    batched.load_state_dict(lecture.state_dict())
+    x = torch.randn(3, 16, 32).to('mps')
+    torch.testing.assert_close(batched(x).cpu(), lecture(x).cpu(), atol=1e-5, rtol=1e-5)
+
+
+@needs_input
+def test_a_run_on_mps_trains_and_its_checkpoint_samples_on_mps_and_on_a_cpu(tmp_path):
+    out = tmp_path / 'out'
+    r = run('gpt.py', *SMALL, '--device=mps', f'--out_dir={out}')
+    assert r.returncode == 0, r.stderr
+    assert 'use_bf16=False' in r.stdout and 'fast_attention=False' in r.stdout
+    found = losses(r.stdout)
+    assert sorted(found) == [0, 30, 60] and found[60][1] < found[0][1] - 0.5
+    for device in ('mps', 'cpu'):
+        r = run(os.path.join('scripts', 'sample.py'), f'--ckpt={out / "best.pt"}', f'--device={device}',
+                '--prompt=ROMEO:', '--max_new_tokens=30')
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith('ROMEO:') and len(r.stdout) == len('ROMEO:') + 30 + 1

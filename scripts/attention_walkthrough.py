@@ -1,7 +1,8 @@
 """
 The second part of the lecture's notebook, top to bottom: the mathematical trick of
-self-attention. Each step prints its shapes and key numbers; every equivalence the lecture
-claims is checked with torch.allclose, and the script exits non-zero if one fails.
+self-attention, then the two helps for a deep network, residual connections and LayerNorm.
+Each step prints its shapes and key numbers; every claim the lecture makes is checked, and the
+script exits non-zero if one fails.
 
     python scripts/data_walkthrough.py          # the first part: data, batches, the bigram
     python scripts/attention_walkthrough.py
@@ -146,6 +147,44 @@ def main():
     print(f"softmax(x)     = {soft}\nsoftmax(8 * x) = {sharp}")
     check("multiplying by 8 concentrates the weight on the largest input", sharp.max() > 2 * soft.max())
     print("  at init, unscaled affinities would make each token listen to one other token only")
+
+    section("9. residual connections: a gradient highway from the loss to the input")
+    C = 32
+    torch.manual_seed(1337)
+    blocks = [gpt.FeedForward(C) for _ in range(6)] # stand-ins for the Blocks
+    for linear in (m for block in blocks for m in block.modules() if isinstance(m, nn.Linear)):
+        nn.init.normal_(linear.weight, std=0.02) # the published init: each block adds little at first
+        nn.init.zeros_(linear.bias)
+    grads = {}
+    for residual in (False, True):
+        x = torch.randn(4, 8, C, requires_grad=True)
+        h = x
+        for block in blocks:
+            h = h + block(h) if residual else block(h) # x = x + self.ffwd(x), or without the x +
+        h.sum().backward()
+        grads[residual] = x.grad
+    print(f"d(sum of the output)/d(input) through 6 blocks: without residuals its largest entry is "
+          f"{grads[False].abs().max():.1e}, with them its mean is {grads[True].mean():.4f}")
+    check("without residual connections the gradient vanishes before it reaches the input",
+          grads[False].abs().max() < 1e-6)
+    check("with them it arrives whole: each sum passes the gradient straight through (about 1 here)",
+          abs(grads[True].mean() - 1) < 0.05)
+
+    section("10. LayerNorm: BatchNorm with the 0 made a 1, each row normalized instead of each column")
+    torch.manual_seed(1337)
+    x = torch.randn(32, 100) # 32 examples of 100 features
+    # the lecture's LayerNorm1d, at init (gamma 1, beta 0): the mean and variance of each row
+    xhat = (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, keepdim=True) + 1e-5)
+    print(f"row 0: mean {xhat[0].mean():.4f}, std {xhat[0].std():.4f}; "
+          f"column 0: mean {xhat[:, 0].mean():.4f}, std {xhat[:, 0].std():.4f}")
+    check("every row (one example's features) has mean 0 and std 1",
+          torch.allclose(xhat.mean(1), torch.zeros(32), atol=1e-5)
+          and torch.allclose(xhat.std(1), torch.ones(32)))
+    check("the columns are not normalized: no statistic crosses examples, so no running buffers",
+          not torch.allclose(xhat.std(0), torch.ones(100), atol=0.05))
+    # nn.LayerNorm divides the variance by n, x.var by n - 1: 0.5% apart for 100 features
+    check("nn.LayerNorm(100), as ln1, ln2 and ln_f use it, computes the same up to that",
+          torch.allclose(nn.LayerNorm(100)(x), xhat, atol=0.02))
 
     print()
     if failures:

@@ -45,8 +45,8 @@ def main():
     print(f"encode('hii there') = {encode('hii there')}\ndecode(that) = {decode(encode('hii there'))!r}")
     check("decode(encode(s)) gives s back", decode(encode(text[:1000])) == text[:1000])
     check("'h' is 46 and 'e' is 43, as in the lecture", encode('he') == [46, 43])
-    print("  a tiny vocabulary makes long sequences: GPT-2's tokenizer (tiktoken) has 50,257 tokens,\n"
-          "  and 'hii there' is 3 of them")
+    print("  a tiny vocabulary makes long sequences: GPT-2's tokenizer (tiktoken) has 50,257 tokens\n"
+          "  of several characters each, so the same text takes far fewer of them")
 
     section("3. the whole text as one tensor of integers")
     data = torch.tensor(encode(text), dtype=torch.long)

@@ -1,8 +1,8 @@
 """
 The second part of the lecture's notebook, top to bottom: the mathematical trick of
-self-attention, then the two helps for a deep network, residual connections and LayerNorm.
-Each step prints its shapes and key numbers; every claim the lecture makes is checked, and the
-script exits non-zero if one fails.
+self-attention, then what lets the network grow deep and large: residual connections,
+LayerNorm and dropout. Each step prints its shapes and key numbers; every claim the lecture
+makes is checked, and the script exits non-zero if one fails.
 
     python scripts/data_walkthrough.py          # the first part: data, batches, the bigram
     python scripts/attention_walkthrough.py
@@ -185,6 +185,17 @@ def main():
     # nn.LayerNorm divides the variance by n, x.var by n - 1: 0.5% apart for 100 features
     check("nn.LayerNorm(100), as ln1, ln2 and ln_f use it, computes the same up to that",
           torch.allclose(nn.LayerNorm(100)(x), xhat, atol=0.02))
+
+    section("11. dropout 0.2: in training a random fifth of the activations is zeroed, every step anew")
+    torch.manual_seed(1337)
+    drop = nn.Dropout(0.2)
+    x = torch.ones(10000)
+    a, b = drop(x), drop(x)
+    print(f"zeroed: {(a == 0).float().mean():.3f} of them; the rest become {a[a > 0][0]:.2f} (1 / 0.8)")
+    check("about 20% zeroed, the rest scaled by 1/0.8 so the expected value stays 1",
+          abs((a == 0).float().mean() - 0.2) < 0.02 and torch.allclose(a[a > 0], torch.tensor(1.25)))
+    check("a different subnetwork each time: the masks of two calls differ", not torch.equal(a, b))
+    check("in eval mode (estimate_loss, generate) dropout does nothing", torch.equal(drop.eval()(x), x))
 
     print()
     if failures:

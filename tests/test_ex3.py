@@ -38,7 +38,7 @@ def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
                                          ('pretrain 4, then finetune 2 steps at lr 0.004', '4', '2')]
     assert 'shakespeare val loss' in r.stdout
     # the scratch runs are `python gpt.py --preset=cpu` with their step counts
-    for (name, _, steps, val) in [rows[0][:4], rows[1][:4]]:
+    for _, _, steps, val in rows[:2]:
         g = run_here('gpt.py', '--preset=cpu', f'--max_iters={steps}', '--eval_iters=4', '--warmup_iters=1',
                      '--device=cpu', '--out_dir=', '--max_new_tokens=0')
         assert re.findall(r'val loss ([\d.]+)', g.stdout)[-1] == val

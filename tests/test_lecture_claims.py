@@ -8,7 +8,6 @@ import sys
 
 import pytest
 import torch
-import torch.nn as nn
 from torch.nn import functional as F
 
 import gpt

@@ -31,7 +31,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
-                   help='checkpoint (default: %(default)s)')
+                   help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
     p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "
                    "(default: a newline, as in the lecture)")
     p.add_argument('--max_new_tokens', type=int, default=500, help='characters to generate per sample')
@@ -45,6 +45,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.max_new_tokens < 0:
         p.error(f"--max_new_tokens must be >= 0, got {args.max_new_tokens}")
+    if os.path.isdir(args.ckpt): # --ckpt=out: the run's best model
+        args.ckpt = os.path.join(args.ckpt, 'best.pt')
     return args
 
 

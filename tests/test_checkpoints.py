@@ -248,7 +248,8 @@ def test_one_sample_streamed_to_the_screen_is_the_sample_written_to_a_file(unint
     args = [f'--ckpt={out / "best.pt"}', '--prompt=ROMEO:', '--temperature=0.8', '--top_k=10',
             '--max_new_tokens=80', '--seed=3', '--device=cpu']
     streamed = run_here(os.path.join('scripts', 'sample.py'), *args)
-    written = run_here(os.path.join('scripts', 'sample.py'), *args, '--out=~/s.txt')
+    written = run_here(os.path.join('scripts', 'sample.py'), *args, '--out=~/s.txt',
+                       f'--ckpt={out}') # a folder: its best.pt, the same checkpoint
     assert streamed.returncode == written.returncode == 0, streamed.stderr + written.stderr
     assert streamed.stdout == (tmp_path / 's.txt').read_text()
     assert streamed.stdout.startswith('ROMEO:') and len(streamed.stdout) == len('ROMEO:') + 80 + 1

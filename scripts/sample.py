@@ -35,8 +35,10 @@ def parse_args(argv):
     p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "
                    "(default: a newline, as in the lecture)")
     p.add_argument('--max_new_tokens', type=int, default=500, help='characters to generate per sample')
-    p.add_argument('--temperature', type=positive(float), default=1.0, help='< 1 is more conservative, > 1 wilder')
-    p.add_argument('--top_k', type=positive(int), default=None, help='sample only among the k likeliest characters')
+    p.add_argument('--temperature', type=positive(float), default=1.0,
+                   help='< 1 is more conservative, > 1 wilder')
+    p.add_argument('--top_k', type=positive(int), default=None,
+                   help='sample only among the k likeliest characters')
     p.add_argument('--num_samples', type=positive(int), default=1)
     p.add_argument('--seed', type=int, default=1337)
     p.add_argument('--device', default=gpt.device)

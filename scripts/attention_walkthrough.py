@@ -30,6 +30,27 @@ def check(claim, ok):
 def section(title):
     print(f"\n== {title}")
 
+
+def run_checked(main, doc):
+    """`python script.py` for a walkthrough (this one and data_walkthrough.py): no options, -h
+    prints doc; run main() and its checks, then exit non-zero if one failed."""
+    if sys.argv[1:] in (['-h'], ['--help']):
+        print(doc.strip())
+        sys.exit(0)
+    if sys.argv[1:]:
+        gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
+    failures.clear()
+    try:
+        main()
+        print()
+        if failures:
+            print(f"{len(failures)} check(s) FAILED")
+            sys.exit(1)
+        print("all checks passed")
+        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
+    except BrokenPipeError: # whoever read the output stopped reading (| head)
+        gpt.exit_on_broken_pipe()
+
 # ------------
 # the three versions of "each token averages itself and the tokens before it"
 
@@ -197,21 +218,6 @@ def main():
     check("a different subnetwork each time: the masks of two calls differ", not torch.equal(a, b))
     check("in eval mode (estimate_loss, generate) dropout does nothing", torch.equal(drop.eval()(x), x))
 
-    print()
-    if failures:
-        print(f"{len(failures)} check(s) FAILED")
-        sys.exit(1)
-    print("all checks passed")
-
 
 if __name__ == '__main__':
-    if sys.argv[1:] in (['-h'], ['--help']):
-        print(__doc__.strip())
-        sys.exit(0)
-    if sys.argv[1:]:
-        gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
-    try:
-        main()
-        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except BrokenPipeError: # whoever read the output stopped reading (| head)
-        gpt.exit_on_broken_pipe()
+    run_checked(main, __doc__)

@@ -14,20 +14,10 @@ import torch
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bigram  # noqa: E402
 import gpt  # noqa: E402
-
-failures = []
-
-
-def check(claim, ok):
-    print(f"  [{'ok' if ok else 'FAILED'}] {claim}")
-    if not ok:
-        failures.append(claim)
-
-
-def section(title):
-    print(f"\n== {title}")
+from attention_walkthrough import check, run_checked, section  # noqa: E402 (the second part)
 
 
 def main():
@@ -127,21 +117,6 @@ def main():
     print(decode(m.generate(idx, max_new_tokens=300)[0].tolist()))
     print("  better, but a bigram sees one character: the tokens must start talking to each other")
 
-    print()
-    if failures:
-        print(f"{len(failures)} check(s) FAILED")
-        sys.exit(1)
-    print("all checks passed")
-
 
 if __name__ == '__main__':
-    if sys.argv[1:] in (['-h'], ['--help']):
-        print(__doc__.strip())
-        sys.exit(0)
-    if sys.argv[1:]:
-        gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
-    try:
-        main()
-        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except BrokenPipeError: # whoever read the output stopped reading (| head)
-        gpt.exit_on_broken_pipe()
+    run_checked(main, __doc__)

@@ -46,18 +46,30 @@ def test_batched_attention_equals_the_lectures_heads_on_cuda(tiny, monkeypatch):
     torch.testing.assert_close(batched(x), lecture(x), atol=1e-5, rtol=1e-5)
 
 
+def trained_small_run(device, out):
+    """python gpt.py with SMALL on device, checkpoints into out: its output, once it has learned."""
+    r = run('gpt.py', *SMALL, f'--device={device}', f'--out_dir={out}')
+    assert r.returncode == 0, r.stderr
+    found = losses(r.stdout)
+    assert sorted(found) == [0, 30, 60] and found[60][1] < found[0][1] - 0.5
+    return r.stdout
+
+
+def romeo(out, device):
+    """30 characters after 'ROMEO:' from out/best.pt, sampled on device."""
+    r = run(os.path.join('scripts', 'sample.py'), f'--ckpt={out / "best.pt"}', f'--device={device}',
+            '--prompt=ROMEO:', '--max_new_tokens=30')
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 @needs_input
 def test_a_compiled_bf16_run_trains_and_its_checkpoint_samples_on_a_cpu(tmp_path):
     out = tmp_path / 'out'
-    r = run('gpt.py', *SMALL, '--device=cuda', f'--out_dir={out}')
-    assert r.returncode == 0, r.stderr
-    assert 'use_bf16=True' in r.stdout and 'use_fused_adamw=True' in r.stdout
-    found = losses(r.stdout)
-    assert sorted(found) == [0, 30, 60] and found[60][1] < found[0][1] - 0.5
-    r = run(os.path.join('scripts', 'sample.py'), f'--ckpt={out / "best.pt"}', '--device=cpu',
-            '--prompt=ROMEO:', '--max_new_tokens=30')
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith('ROMEO:') and len(r.stdout) >= 36
+    stdout = trained_small_run('cuda', out)
+    assert 'use_bf16=True' in stdout and 'use_fused_adamw=True' in stdout
+    sample = romeo(out, 'cpu')
+    assert sample.startswith('ROMEO:') and len(sample) >= 36
 
 
 def test_replayed_steps_train_exactly_like_plain_steps(tiny, monkeypatch):

@@ -2,19 +2,14 @@
 
 This project has no Mac: these tests have never run. On a Mac, `python -m pytest tests/test_mps.py`.
 """
-import os
-
 import pytest
 import torch
 
 import gpt
 from conftest import needs_input
-from test_scripts import losses, run
+from test_gpu import romeo, trained_small_run
 
 pytestmark = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="needs an Apple GPU (MPS)")
-
-SMALL = ['--n_layer=2', '--n_head=2', '--n_embd=64', '--block_size=32', '--batch_size=16',
-         '--max_iters=60', '--eval_interval=30', '--eval_iters=10', '--max_new_tokens=40']
 SWITCHES = ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'use_pinned', 'use_cuda_graph')
 
 
@@ -50,13 +45,8 @@ def test_batched_attention_equals_the_lectures_heads_on_mps(tiny):
 @needs_input
 def test_a_run_on_mps_trains_and_its_checkpoint_samples_on_mps_and_on_a_cpu(tmp_path):
     out = tmp_path / 'out'
-    r = run('gpt.py', *SMALL, '--device=mps', f'--out_dir={out}')
-    assert r.returncode == 0, r.stderr
-    assert 'use_bf16=False' in r.stdout and 'fast_attention=False' in r.stdout
-    found = losses(r.stdout)
-    assert sorted(found) == [0, 30, 60] and found[60][1] < found[0][1] - 0.5
+    stdout = trained_small_run('mps', out)
+    assert 'use_bf16=False' in stdout and 'fast_attention=False' in stdout
     for device in ('mps', 'cpu'):
-        r = run(os.path.join('scripts', 'sample.py'), f'--ckpt={out / "best.pt"}', f'--device={device}',
-                '--prompt=ROMEO:', '--max_new_tokens=30')
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.startswith('ROMEO:') and len(r.stdout) == len('ROMEO:') + 30 + 1
+        sample = romeo(out, device)
+        assert sample.startswith('ROMEO:') and len(sample) == len('ROMEO:') + 30 + 1

@@ -214,7 +214,8 @@ def main():
     print('config: ' + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
     torch.manual_seed(seed)
 
-    text = read_text(input_file, url=None) if input_file else read_text()
+    path = input_file or INPUT_PATH # a text of your own, or Tiny Shakespeare (downloaded once)
+    text = read_text(path, url=None if input_file else DATA_URL)
     # here are all the unique characters that occur in this text
     chars = sorted(list(set(text)))
     vocab_size = len(chars)
@@ -224,7 +225,7 @@ def main():
     n = int(0.9 * len(data))
     train_data, val_data = data[:n], data[n:]
     if len(val_data) <= block_size:
-        fail(f"{input_file or INPUT_PATH} is too short for block_size={block_size}")
+        fail(f"{path} is too short for block_size={block_size}")
 
     model = BigramLanguageModel(vocab_size)
     m = model.to(device)

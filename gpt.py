@@ -696,7 +696,8 @@ def main():
 
     torch.manual_seed(seed)
 
-    text = read_text(input_file, url=None) if input_file else read_text()
+    path = input_file or INPUT_PATH # a text of your own, or Tiny Shakespeare (downloaded once)
+    text = read_text(path, url=None if input_file else DATA_URL)
     # here are all the unique characters that occur in this text
     chars = sorted(list(set(text)))
     vocab_size = len(chars)
@@ -704,7 +705,7 @@ def main():
     data = torch.tensor(encode(text), dtype=torch.long)
     train_data, val_data = split_data(data.to(device)) # all of it lives on the device: ~9 MB
     if len(val_data) <= block_size:
-        fail(f"{input_file or INPUT_PATH} is too short: its val split holds {len(val_data)} characters, "
+        fail(f"{path} is too short: its val split holds {len(val_data)} characters, "
              f"block_size is {block_size}")
     print(f"{len(text):,} characters, vocab {vocab_size}, "
           f"{len(train_data):,} train / {len(val_data):,} val")

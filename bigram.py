@@ -61,7 +61,7 @@ def apply_overrides(argv, namespace):
         if isinstance(namespace[key], float) and type(value) is int:
             value = float(value)
         if type(value) is not type(namespace[key]):
-            fail(f"--{key} expects {type(namespace[key]).__name__}, got {raw!r}; {valid}", code=2)
+            fail(f"--{key} expects {type(namespace[key]).__name__}, got {raw!r}", code=2)
         namespace[key] = value
 
 
@@ -210,6 +210,10 @@ def main():
         fail(f"--max_iters must be at least 0, got {max_iters}")
     if learning_rate <= 0:
         fail(f"--learning_rate must be > 0, got {learning_rate}")
+    try:
+        torch.zeros(1).to(device) # --device=cuda on a machine without one: one line, not a traceback
+    except (RuntimeError, AssertionError) as e:
+        fail(f"cannot use device {device!r}: {str(e).splitlines()[0]}")
     print(f"device: {device}")
     print('config: ' + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
     torch.manual_seed(seed)

@@ -107,7 +107,7 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
             ok = type(value) is type(default)
         if not ok:
             want = 'True, False or None' if default is None else type(default).__name__
-            fail(f"--{key} expects {want}, got {raw!r}; {valid}", code=2)
+            fail(f"--{key} expects {want}, got {raw!r}", code=2)
         namespace[key] = value
     if presets and namespace.get('preset'):
         if namespace['preset'] not in presets:
@@ -601,8 +601,15 @@ def check_device(name):
     """The device type of name ('cuda', 'mps', 'cpu'), or a one-line error if it can't be used."""
     try:
         device_type = torch.device(name).type
+    except RuntimeError:
+        fail(f"unknown device {name!r}: use cpu, cuda, cuda:N or mps")
+    if device_type == 'cuda' and not torch.cuda.is_available():
+        fail(f"cannot use device {name!r}: this PyTorch sees no CUDA GPU (none, no driver, or a CPU build)")
+    if device_type == 'mps' and not torch.backends.mps.is_available():
+        fail(f"cannot use device {name!r}: this PyTorch sees no Apple GPU")
+    try:
         torch.empty(0, device=name)
-    except (RuntimeError, AssertionError) as e:
+    except (RuntimeError, AssertionError) as e: # e.g. cuda:3 on a machine with one GPU
         fail(f"cannot use device {name!r}: {str(e).splitlines()[0]}")
     return device_type
 

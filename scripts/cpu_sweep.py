@@ -84,6 +84,8 @@ def main(argv):
                    help='a setting of your own, as gpt.py overrides (repeatable)')
     p.add_argument('--repeat', type=int, default=1, help='runs per setting; the table shows medians')
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error(f"--repeat must be at least 1, got {args.repeat}")
     settings = {name: SETTINGS[name] for name in (args.only or ([] if args.extra else SETTINGS))}
     settings.update({f'try-{i + 1}': extra for i, extra in enumerate(args.extra)})
 

@@ -188,8 +188,11 @@ def main(argv):
     overrides = {k: v for k, v in (('max_iters', args.max_iters), ('eval_iters', args.eval_iters)) if v}
     if args.max_iters:
         overrides['eval_interval'] = args.max_iters
+    for key in ('max_iters', 'eval_iters', 'jobs'):
+        if getattr(args, key) is not None and getattr(args, key) < 1:
+            p.error(f"--{key} must be at least 1, got {getattr(args, key)}")
+    on_cpu = gpt.check_device(args.device) == 'cpu'
     gpt.read_text() # download before any worker starts, if needed
-    on_cpu = torch.device(args.device).type == 'cpu'
     jobs = max(1, min(args.jobs or (os.cpu_count() if on_cpu else 1), len(args.stages)))
     if 7 in args.stages and on_cpu:
         print("note: stage 7 is the full lecture model: hours on a CPU")

@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 import gpt
 from conftest import ROOT, needs_input, run_here
@@ -85,7 +86,8 @@ def test_bad_options_are_one_line_errors(script, arg, words, tmp_path):
     assert r.returncode == 2
     assert r.stdout == ''
     assert r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
-    assert 'valid keys: ' in r.stderr and '--batch_size' in r.stderr
+    # the valid names help with a misspelt one; with a wrong value they are noise
+    assert ('valid keys: ' in r.stderr and '--batch_size' in r.stderr) == ('unknown option' in words)
     for word in words:
         assert word in r.stderr
     assert os.listdir(tmp_path) == []
@@ -174,9 +176,15 @@ def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
         pytest.fail('a worker outlived the main process')
 
 
-def test_progression_rejects_bad_stages():
-    r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '0-9')
-    assert r.returncode == 2 and 'stages are 1 to 7' in r.stderr
+@pytest.mark.parametrize('script, args, words', [
+    ('progression', ['--stages', '0-9'], 'stages are 1 to 7'),
+    ('progression', ['--max_iters=-5'], '--max_iters must be at least 1, got -5'),
+    ('progression', ['--jobs=0'], '--jobs must be at least 1, got 0'),
+    ('cpu_sweep', ['--repeat=0'], '--repeat must be at least 1, got 0'),
+])
+def test_scripts_reject_bad_values_in_one_line(script, args, words):
+    r = run_here(os.path.join('scripts', f'{script}.py'), *args)
+    assert r.returncode == 2 and words in r.stderr and r.stderr.count('\n') == 1, r.stderr
 
 
 @needs_input
@@ -211,6 +219,22 @@ def test_every_script_with_options_answers_a_wrong_one_in_one_line(script, tmp_p
     assert r.returncode == 2 and r.stdout == '', r.stdout
     assert r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
     assert '--no_such_option' in r.stderr and r.stderr.endswith('(see --help)\n')
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('command', ['gpt.py', 'bigram.py', 'scripts/progression.py', 'scripts/bench.py',
+                                     'scripts/sample.py', 'scripts/addition.py', 'scripts/ex3.py --corpus=x',
+                                     'scripts/ex4.py'])
+@pytest.mark.parametrize('device, words', [
+    ('foo', ["device 'foo'", 'cpu', 'cuda', 'mps']),
+    ('cuda:7' if torch.cuda.is_available() else 'cuda', ['cannot use device', 'CUDA']),
+])
+def test_a_device_this_machine_lacks_is_a_one_line_error(command, device, words, tmp_path):
+    script, *args = command.split()
+    r = run_here(script, *args, f'--device={device}', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
+    for word in words:
+        assert word in r.stderr
     assert os.listdir(tmp_path) == []
 
 

@@ -552,7 +552,7 @@ def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed,
 def load_checkpoint(path, map_location='cpu'):
     """torch.load with weights_only=True (no code in the file runs); a one-line error if unusable."""
     if not os.path.exists(path):
-        fail(f"no checkpoint at {path}")
+        fail(f"no checkpoint at {path} (gpt.py writes one into its --out_dir, out/ by default, as it trains)")
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
         assert isinstance(checkpoint, dict) and {'model', 'config', 'chars'} <= checkpoint.keys()

@@ -260,7 +260,7 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     sample = lambda *args: run_here(os.path.join('scripts', 'sample.py'), *args)  # noqa: E731
     ckpt = f'--ckpt={out / "best.pt"}'
     one_line_error(sample(ckpt, '--prompt=caf\u00e9 \u20ac'), 'never saw', "'\u00e9\u20ac'")
-    one_line_error(sample(f'--ckpt={tmp_path / "missing.pt"}'), 'no checkpoint at')
+    one_line_error(sample(f'--ckpt={tmp_path / "missing.pt"}'), 'no checkpoint at', 'gpt.py writes one')
     (tmp_path / 'bad.pt').write_bytes(b'\x80\x02 not a checkpoint')
     one_line_error(sample(f'--ckpt={tmp_path / "bad.pt"}'), 'not a readable checkpoint')
     one_line_error(sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}'), 'cannot read the prompt file')
@@ -284,6 +284,12 @@ def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
     missing = tmp_path / 'no such folder' / 'l.png'
     r = run(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={missing}')
     assert r.returncode == 1 and r.stderr == f'error: cannot write {missing}: No such file or directory\n'
+
+
+def test_plot_losses_without_a_log_says_where_logs_come_from(tmp_path):
+    r = run_here(os.path.join('scripts', 'plot_losses.py'), cwd=tmp_path)
+    one_line_error(r, 'no log at out/log.csv', 'gpt.py writes one')
+    assert os.listdir(tmp_path) == []
 
 
 def test_plot_losses_without_matplotlib_says_how_to_get_it(uninterrupted):

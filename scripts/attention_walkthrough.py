@@ -50,6 +50,8 @@ def run_checked(main, doc):
         sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
     except BrokenPipeError: # whoever read the output stopped reading (| head)
         gpt.exit_on_broken_pipe()
+    except KeyboardInterrupt: # Ctrl-C: no traceback
+        sys.exit(130)
 
 # ------------
 # the three versions of "each token averages itself and the tokens before it"

@@ -132,4 +132,7 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except KeyboardInterrupt: # Ctrl-C: nothing to keep, no traceback
+        sys.exit(130)

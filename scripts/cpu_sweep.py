@@ -3,7 +3,7 @@ A small sweep for a CPU: run gpt.py with a few settings, each as a whole process
 the val loss it reached against the wall time it took (start-up, data, training, evals and
 the sample all included). This is how the CPU preset in README.md was chosen.
 
-    python scripts/cpu_sweep.py                  # every setting below, once (about 10 minutes)
+    python scripts/cpu_sweep.py                  # every setting below, once (17 minutes here)
     python scripts/cpu_sweep.py --only preset --repeat 3
     python scripts/cpu_sweep.py --try "--n_layer=3 --n_embd=96 --max_iters=1500"
 
@@ -64,15 +64,26 @@ SETTINGS = {
 }
 
 
-def run(overrides):
-    """Run gpt.py once; return (wall seconds, final val loss, best val loss)."""
+def run(overrides, label):
+    """Run gpt.py once, showing its progress lines as they come; return (wall seconds, final val
+    loss, best val loss)."""
     args = [sys.executable, os.path.join(ROOT, 'gpt.py'), *COMMON.split(), *overrides.split()]
     t0 = time.time()
-    r = subprocess.run(args, capture_output=True, text=True)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if line.startswith('step '):
+                print(f"  {label}: {line}", end='', flush=True)
+    except KeyboardInterrupt:
+        p.kill() # a run cut short measures nothing
+        p.wait()
+        raise
     seconds = time.time() - t0
-    if r.returncode != 0:
-        sys.exit(f"error: gpt.py failed with {overrides}: {r.stderr.strip().splitlines()[-1]}")
-    vals = [float(v) for v in re.findall(r'^step \d+: train loss [\d.]+, val loss ([\d.]+)', r.stdout, re.M)]
+    if p.wait() != 0:
+        sys.exit(f"error: gpt.py failed with {overrides}: {lines[-1].strip() if lines else '(no output)'}")
+    vals = [float(v) for v in re.findall(r'^step \d+: train loss [\d.]+, val loss ([\d.]+)', ''.join(lines), re.M)]
     return seconds, vals[-1], min(vals)
 
 
@@ -89,18 +100,25 @@ def main(argv):
     settings = {name: SETTINGS[name] for name in (args.only or ([] if args.extra else SETTINGS))}
     settings.update({f'try-{i + 1}': extra for i, extra in enumerate(args.extra)})
 
-    rows = []
-    for name, overrides in settings.items():
-        runs = []
-        for i in range(args.repeat):
-            runs.append(run(overrides))
-            print(f"{name} run {i + 1}: {runs[-1][0]:.1f} s, val loss {runs[-1][1]:.4f}", flush=True)
-        rows.append((name, *(statistics.median(r[k] for r in runs) for k in range(3)), overrides))
+    rows, stopped = [], False
+    try:
+        for name, overrides in settings.items():
+            runs = []
+            for i in range(args.repeat):
+                runs.append(run(overrides, f"{name} run {i + 1}"))
+                print(f"{name} run {i + 1}: {runs[-1][0]:.1f} s, val loss {runs[-1][1]:.4f}", flush=True)
+            rows.append((name, *(statistics.median(r[k] for r in runs) for k in range(3)), overrides))
+    except KeyboardInterrupt:
+        stopped = True
+        print(f"\nCtrl-C: stopped; the table has the {len(rows)} of {len(settings)} settings that finished",
+              flush=True)
     print(f"\n| setting | wall s (median of {args.repeat}) | final val loss | best val loss | overrides |")
     print('| --- | ---: | ---: | ---: | --- |')
     for name, seconds, final, best, overrides in rows:
         print(f"| {name} | {seconds:.1f} | {final:.4f} | {best:.4f} | `{overrides}` |")
     print(f"\ncommon to all: `{COMMON}`")
+    if stopped:
+        sys.exit(130)
 
 
 if __name__ == '__main__':

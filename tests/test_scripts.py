@@ -176,6 +176,51 @@ def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
         pytest.fail('a worker outlived the main process')
 
 
+@needs_input
+@pytest.mark.parametrize('command', ['bench.py --device=cpu --steps=100', 'data_walkthrough.py', 'addition.py',
+                                     'ex3.py --corpus=README.md', 'ex4.py'])
+def test_ctrl_c_stops_a_script_without_a_traceback(command):
+    script, *args = command.split()
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', script), *args], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert p.stdout.readline() # it has started
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err == '', err
+
+
+TINY_TRY = '--n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --eval_iters=1 --max_new_tokens=5'
+
+
+@needs_input
+def test_cpu_sweep_shows_each_runs_progress_then_the_table():
+    r = run(os.path.join('scripts', 'cpu_sweep.py'), f'--try={TINY_TRY} --max_iters=6 --eval_interval=3',
+            f'--try={TINY_TRY} --max_iters=4 --eval_interval=4')
+    assert r.returncode == 0, r.stderr
+    progress = re.findall(r'^  (try-\d) run 1: step (\d+): train loss [\d.]+, val loss ([\d.]+)', r.stdout, re.M)
+    assert [(name, step) for name, step, _ in progress] == [('try-1', '0'), ('try-1', '3'), ('try-1', '6'),
+                                                           ('try-2', '0'), ('try-2', '4')]
+    table = [line for line in r.stdout.splitlines() if line.startswith('| try-')]
+    vals = {name: [float(v) for n, _, v in progress if n == name] for name in ('try-1', 'try-2')}
+    for line, name in zip(table, ('try-1', 'try-2')): # final and best val loss, from the lines above
+        assert line.startswith(f"| {name} | ") and f"| {vals[name][-1]:.4f} | {min(vals[name]):.4f} |" in line
+    assert len(table) == 2
+
+
+@needs_input
+def test_ctrl_c_stops_the_sweep_with_the_table_so_far():
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'cpu_sweep.py'),
+                          f'--try={TINY_TRY} --max_iters=2', f'--try={TINY_TRY} --max_iters=100000'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    while not p.stdout.readline().startswith('  try-2 run 1: step 0:'): # the second run is training
+        assert p.poll() is None
+    os.killpg(p.pid, signal.SIGINT) # Ctrl-C in a terminal: the sweep and its gpt.py
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err == '', err
+    assert 'Ctrl-C: stopped; the table has the 1 of 2 settings that finished' in out
+    assert [line[:8] for line in out.splitlines() if line.startswith('| try-')] == ['| try-1 ']
+
+
 @pytest.mark.parametrize('script, args, words', [
     ('progression', ['--stages', '0-9'], 'stages are 1 to 7'),
     ('progression', ['--max_iters=-5'], '--max_iters must be at least 1, got -5'),

@@ -83,7 +83,8 @@ def run(overrides, label):
     seconds = time.time() - t0
     if p.wait() != 0:
         sys.exit(f"error: gpt.py failed with {overrides}: {lines[-1].strip() if lines else '(no output)'}")
-    vals = [float(v) for v in re.findall(r'^step \d+: train loss [\d.]+, val loss ([\d.]+)', ''.join(lines), re.M)]
+    output = ''.join(lines)
+    vals = [float(v) for v in re.findall(r'^step \d+: train loss [\d.]+, val loss ([\d.]+)', output, re.M)]
     return seconds, vals[-1], min(vals)
 
 

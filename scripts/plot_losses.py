@@ -18,7 +18,8 @@ def read_log(path):
             rows = list(csv.DictReader(f))
         return [(int(r['step']), float(r['train_loss']), float(r['val_loss'])) for r in rows]
     except FileNotFoundError:
-        sys.exit(f"error: no log at {path} (gpt.py writes one into its --out_dir, out/ by default, as it trains)")
+        sys.exit(f"error: no log at {path} (gpt.py writes one into its --out_dir, out/ by default, "
+                 "as it trains)")
     except OSError as e:
         sys.exit(f"error: cannot read {path}: {e.strerror}")
     except (KeyError, ValueError, TypeError):

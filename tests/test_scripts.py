@@ -177,12 +177,14 @@ def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
 
 
 @needs_input
-@pytest.mark.parametrize('command', ['bench.py --device=cpu --steps=100', 'data_walkthrough.py', 'addition.py',
-                                     'ex3.py --corpus=README.md', 'ex4.py'])
+@pytest.mark.parametrize('command', [
+    'bench.py --device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --steps=10000',
+    'data_walkthrough.py', 'addition.py', 'ex3.py --corpus=README.md', 'ex4.py'])
 def test_ctrl_c_stops_a_script_without_a_traceback(command):
     script, *args = command.split()
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', script), *args], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env={**os.environ, 'PYTHONUNBUFFERED': '1'}) # each line as it is printed
     assert p.stdout.readline() # it has started
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=60)
@@ -197,7 +199,8 @@ def test_cpu_sweep_shows_each_runs_progress_then_the_table():
     r = run(os.path.join('scripts', 'cpu_sweep.py'), f'--try={TINY_TRY} --max_iters=6 --eval_interval=3',
             f'--try={TINY_TRY} --max_iters=4 --eval_interval=4')
     assert r.returncode == 0, r.stderr
-    progress = re.findall(r'^  (try-\d) run 1: step (\d+): train loss [\d.]+, val loss ([\d.]+)', r.stdout, re.M)
+    progress = re.findall(r'^  (try-\d) run 1: step (\d+): train loss [\d.]+, val loss ([\d.]+)', r.stdout,
+                          re.M)
     assert [(name, step) for name, step, _ in progress] == [('try-1', '0'), ('try-1', '3'), ('try-1', '6'),
                                                            ('try-2', '0'), ('try-2', '4')]
     table = [line for line in r.stdout.splitlines() if line.startswith('| try-')]

@@ -64,9 +64,10 @@ fast_attention = None # EX1: all heads in one batched matmul + F.scaled_dot_prod
 config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))]
 
-# --preset=cpu: a 2-minute run on a 2-core CPU, chosen with scripts/cpu_sweep.py (README: No GPU?)
+# --preset=cpu: a 2-minute run on a 2-core CPU, chosen with scripts/cpu_sweep.py (README: No GPU?);
+# on the CPU even where a GPU is, so that it prints the README's numbers (--device=mps to try a Mac's)
 PRESETS = {
-    'cpu': dict(n_layer=3, n_head=4, n_embd=96, block_size=64, batch_size=32, dropout=0.0,
+    'cpu': dict(device='cpu', n_layer=3, n_head=4, n_embd=96, block_size=64, batch_size=32, dropout=0.0,
                 learning_rate=4e-3, lr_decay=True, warmup_iters=50, min_lr=4e-4, max_iters=2200,
                 eval_interval=550, eval_iters=40, fast_attention=True),
 }

@@ -55,5 +55,13 @@ def tiny(monkeypatch):
     return gpt
 
 
-needs_input = pytest.mark.skipif(not os.path.exists(INPUT),
-                                 reason="input.txt is absent (.ci/run copies it in)")
+NO_INPUT = "input.txt is absent: python bigram.py (seconds) downloads it"
+needs_input = pytest.mark.skipif(not os.path.exists(INPUT), reason=NO_INPUT)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say at the end, not only in -rs, why the tests that read Tiny Shakespeare did not run."""
+    skipped = [r for r in terminalreporter.stats.get('skipped', []) if NO_INPUT in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} tests that read Tiny Shakespeare were skipped: "
+                                    f"{NO_INPUT}, then run the tests again", yellow=True)

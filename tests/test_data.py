@@ -3,6 +3,8 @@ import hashlib
 import http.server
 import os
 import socket
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -10,7 +12,8 @@ import torch
 
 import bigram
 import gpt
-from conftest import INPUT, needs_input, run_here
+import conftest
+from conftest import INPUT, NO_INPUT, needs_input, run_here
 
 
 @needs_input
@@ -182,3 +185,16 @@ def test_a_missing_input_file_is_one_line_and_downloads_nothing(script, tmp_path
                  '--block_size=8', *TINY_RUN[script], cwd=tmp_path) # if it ran anyway: fast
     assert r.returncode == 1 and r.stderr == 'error: missing.txt: no such file\n'
     assert 'downloading' not in r.stdout and os.listdir(tmp_path) == []
+
+
+def test_a_test_run_without_the_data_ends_by_saying_how_to_get_it(tmp_path):
+    """The tests never download; without input.txt the run's last lines say what was skipped and why."""
+    hook = f"runpy.run_path({conftest.__file__!r})['pytest_terminal_summary']" # this project's
+    (tmp_path / 'conftest.py').write_text(f"import runpy\npytest_terminal_summary = {hook}\n")
+    (tmp_path / 'test_it.py').write_text(f"import pytest\n@pytest.mark.skipif(True, reason={NO_INPUT!r})\n"
+                                         "def test_a(): pass\ndef test_b(): pass\n")
+    r = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', str(tmp_path)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ('1 tests that read Tiny Shakespeare were skipped: input.txt is absent: python bigram.py '
+            '(seconds) downloads it, then run the tests again') in r.stdout

@@ -19,6 +19,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import textwrap
 import time
 from contextlib import nullcontext
 
@@ -87,7 +88,8 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
             notes = notes or setting_notes(__file__)
             lines = [f'  --{k}={namespace[k]!r}' for k in keys]
             width = max(map(len, lines)) + 2
-            print(doc.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
+            print(doc.strip() + '\n\n' + '\n'.join(textwrap.fill(line.ljust(width) + notes.get(k, ''), 110,
+                                                                 subsequent_indent=' ' * width)
                                                    for line, k in zip(lines, keys)))
             sys.exit(0)
         key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')

@@ -122,7 +122,10 @@ def test_gpt_bool_option_wants_a_bool(tmp_path):
 def test_help_lists_the_hyperparameters_with_their_comments(script, first):
     r = run(script, '--help')
     assert r.returncode == 0 and r.stdout.startswith(first), r.stdout[:200]
-    settings = dict(re.findall(r'^  --(\w+)=(.*)$', r.stdout, re.M)) # the default, then the comment
+    # each setting: its default, then its comment, which wraps onto indented lines below it
+    blocks = re.findall(r'^  --(\w+)=(.*(?:\n {8,}\S.*)*)', r.stdout, re.M)
+    settings = {key: ' '.join(text.split()) for key, text in blocks}
+    assert max(map(len, r.stdout.splitlines())) <= 110
     assert re.match(r'(32|64) +how many independent sequences', settings['batch_size'])
     assert settings['max_iters'].split()[0] in ('3000', '5000')
     if script == 'gpt.py':  # a comment that goes on over two lines is joined

@@ -24,6 +24,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpt  # noqa: E402
+import ex3  # noqa: E402 (its train(): gpt.py's loop for one model)
 
 
 def gelu(model):
@@ -63,23 +64,12 @@ FEATURES = {
 
 
 def train(feature, seed, splits, vocab_size, label):
-    """gpt.py's main loop for one model; its val loss after the last step."""
+    """One model, changed by the feature, through gpt.py's loop (ex3.train, the same one EX3 runs);
+    its val loss after the last step and its trained parameters."""
     torch.manual_seed(seed)
     model = gpt.GPTLanguageModel(vocab_size).to(gpt.device)
     FEATURES[feature][1](model)
-    optimizer = gpt.make_optimizer(model)
-    step_fn, eval_fn = gpt.step_functions(model, optimizer)
-    t0 = time.time()
-    for step in range(gpt.max_iters + 1):
-        if step % gpt.eval_interval == 0 or step == gpt.max_iters:
-            losses = gpt.estimate_loss(model, splits, eval_fn)
-            print(f"{label} step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
-                  f" | {time.time() - t0:.0f}s", flush=True)
-        if step == gpt.max_iters:
-            break
-        xb, yb = gpt.get_batch(splits['train'])
-        gpt.set_lr(optimizer, gpt.get_lr(step))
-        step_fn(xb, yb)
+    losses, _ = ex3.train(model, splits, gpt.max_iters, label)
     return losses['val'], sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 

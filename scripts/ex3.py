@@ -47,7 +47,7 @@ def to_vocabulary(text, chars):
 
 def train(model, splits, steps, label, lr=None):
     """gpt.py's loop (with its lr schedule, scaled to `steps`): evaluate every eval_interval
-    steps and after the last; the evaluations of the last step."""
+    steps and after the last; the evaluations of the last step. ex4.py trains through it too."""
     settings = {k: getattr(gpt, k) for k in ('max_iters', 'learning_rate', 'min_lr')}
     gpt.max_iters = steps
     if lr is not None:

@@ -25,6 +25,7 @@ max_iters = 3000 # how many optimizer steps to take
 eval_interval = 300 # evaluate train and val loss every this many steps
 learning_rate = 1e-2 # AdamW's step size: high, for a tiny model
 device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
+         # an NVIDIA GPU (cuda) if there is one, else an Apple GPU (mps), else the CPU
 eval_iters = 200 # how many batches each loss estimate averages over
 seed = 1337 # for torch.manual_seed: the initial weights and the batches
 input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
@@ -43,7 +44,8 @@ def apply_overrides(argv, namespace):
     for arg in argv:
         if arg in ('-h', '--help'): # each setting with its default and the comment beside it above
             with open(__file__, encoding='utf-8') as f:
-                notes = dict(re.findall(r'^(\w+) = [^#\n]*# (.*)$', f.read(), re.M))
+                notes = {key: f'{beside} {below}'.strip() for key, beside, below in # a comment may go below
+                         re.findall(r'^(\w+) = [^#\n]*(?:# (.*))?(?:\n[ \t]+# (.*))?$', f.read(), re.M)}
             lines = [f'  --{k}={namespace[k]!r}' for k in config_keys]
             width = max(map(len, lines)) + 2
             print(__doc__.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()

@@ -34,6 +34,7 @@ max_iters = 5000 # how many optimizer steps to take
 eval_interval = 500 # evaluate train and val loss every this many steps
 learning_rate = 3e-4 # AdamW's step size
 device = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'
+         # an NVIDIA GPU (cuda) if there is one, else an Apple GPU (mps), else the CPU
 eval_iters = 200 # how many batches each loss estimate averages over
 n_embd = 384 # width of the residual stream
 n_head = 6 # attention heads per block; each is n_embd // n_head = 64 wide
@@ -125,10 +126,10 @@ def setting_notes(path):
     with open(path, encoding='utf-8') as f:
         for line in f:
             setting, comment = re.match(r'(\w+) = [^#]*(?:# (.*))?', line), re.match(r'\s+# (.*)', line)
-            if setting and setting.group(2):
-                key, notes[setting.group(1)] = setting.group(1), setting.group(2).strip()
-            elif key and comment: # a comment that goes on below its setting
-                notes[key] += ' ' + comment.group(1).strip()
+            if setting:
+                key, notes[setting.group(1)] = setting.group(1), (setting.group(2) or '').strip()
+            elif key and comment: # a comment below its setting: it goes on, or it is the only one
+                notes[key] = (notes[key] + ' ' + comment.group(1).strip()).lstrip()
             else:
                 key = None
     return notes

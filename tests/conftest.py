@@ -25,6 +25,7 @@ def run_here(script, *args, cwd=None):
     rng = torch.get_rng_state()
     out, err, code = io.StringIO(), io.StringIO(), 0
     sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(path)) # as python does: the script's folder comes first
     try:
         os.chdir(cwd or here)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -128,6 +128,7 @@ def test_help_lists_the_hyperparameters_with_their_comments(script, first):
     assert max(map(len, r.stdout.splitlines())) <= 110
     assert re.match(r'(32|64) +how many independent sequences', settings['batch_size'])
     assert settings['max_iters'].split()[0] in ('3000', '5000')
+    assert 'else an Apple GPU (mps), else the CPU' in settings['device'] # its comment is on the line below
     if script == 'gpt.py':  # a comment that goes on over two lines is joined
         assert settings['use_cuda_graph'].endswith('then replay them: one launch instead of hundreds of '
                                                    'small kernels per step')

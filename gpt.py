@@ -604,11 +604,14 @@ class StopRequest:
 def check_device(name):
     """The device type of name ('cuda', 'mps', 'cpu'), or a one-line error if it can't be used."""
     try:
-        device_type = torch.device(name).type
+        device_type, index = torch.device(name).type, torch.device(name).index
     except RuntimeError:
         fail(f"unknown device {name!r}: use cpu, cuda, cuda:N or mps")
     if device_type == 'cuda' and not torch.cuda.is_available():
         fail(f"cannot use device {name!r}: this PyTorch sees no CUDA GPU (none, no driver, or a CPU build)")
+    if device_type == 'cuda' and index is not None and index >= torch.cuda.device_count():
+        fail(f"cannot use device {name!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
+             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
     if device_type == 'mps' and not torch.backends.mps.is_available():
         fail(f"cannot use device {name!r}: this PyTorch sees no Apple GPU")
     try:

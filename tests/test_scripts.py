@@ -291,6 +291,16 @@ def test_a_device_this_machine_lacks_is_a_one_line_error(command, device, words,
     assert os.listdir(tmp_path) == []
 
 
+def test_a_gpu_number_beyond_the_machines_gpus_says_how_many_there_are(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True) # a machine with two GPUs
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 2)
+    with pytest.raises(SystemExit) as e:
+        gpt.check_device('cuda:7')
+    assert e.value.code == 1
+    assert capsys.readouterr().err == ("error: cannot use device 'cuda:7': this machine has 2 CUDA GPU(s), "
+                                       "cuda:0 to cuda:1\n")
+
+
 def readme_commands():
     """{script: the --options the README passes to it}, from its bash blocks and inline code."""
     with open(os.path.join(ROOT, 'README.md')) as f:

@@ -43,8 +43,8 @@ def apply_overrides(argv, namespace):
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in config_keys)
     for arg in argv:
         if arg in ('-h', '--help'): # each setting with its default and the comment beside it above
-            with open(__file__, encoding='utf-8') as f:
-                notes = {key: f'{beside} {below}'.strip() for key, beside, below in # a comment may go below
+            with open(__file__, encoding='utf-8') as f: # a comment may also go on the line below
+                notes = {key: f'{beside} {below}'.strip() for key, beside, below in
                          re.findall(r'^(\w+) = [^#\n]*(?:# (.*))?(?:\n[ \t]+# (.*))?$', f.read(), re.M)}
             lines = [f'  --{k}={namespace[k]!r}' for k in config_keys]
             width = max(map(len, lines)) + 2

@@ -604,9 +604,10 @@ class StopRequest:
 def check_device(name):
     """The device type of name ('cuda', 'mps', 'cpu'), or a one-line error if it can't be used."""
     try:
-        device_type, index = torch.device(name).type, torch.device(name).index
+        parsed = torch.device(name)
     except RuntimeError:
         fail(f"unknown device {name!r}: use cpu, cuda, cuda:N or mps")
+    device_type, index = parsed.type, parsed.index
     if device_type == 'cuda' and not torch.cuda.is_available():
         fail(f"cannot use device {name!r}: this PyTorch sees no CUDA GPU (none, no driver, or a CPU build)")
     if device_type == 'cuda' and index is not None and index >= torch.cuda.device_count():
@@ -616,7 +617,7 @@ def check_device(name):
         fail(f"cannot use device {name!r}: this PyTorch sees no Apple GPU")
     try:
         torch.empty(0, device=name)
-    except (RuntimeError, AssertionError) as e: # e.g. cuda:3 on a machine with one GPU
+    except (RuntimeError, AssertionError) as e: # e.g. xpu, which this build of PyTorch lacks
         fail(f"cannot use device {name!r}: {str(e).splitlines()[0]}")
     return device_type
 

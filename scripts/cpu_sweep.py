@@ -5,7 +5,7 @@ the sample all included). This is how the CPU preset in README.md was chosen.
 
     python scripts/cpu_sweep.py                  # every setting below, once (17 minutes here)
     python scripts/cpu_sweep.py --only preset --repeat 3
-    python scripts/cpu_sweep.py --try "--n_layer=3 --n_embd=96 --max_iters=1500"
+    python scripts/cpu_sweep.py --try="--n_layer=3 --n_embd=96 --max_iters=1500"
 
 Wall times depend on the machine: rerun it on yours before you trust the table.
 """
@@ -93,7 +93,8 @@ def main(argv):
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('--only', nargs='+', choices=SETTINGS, help='run only these settings')
     p.add_argument('--try', dest='extra', action='append', default=[], metavar='OVERRIDES',
-                   help='a setting of your own, as gpt.py overrides (repeatable)')
+                   help='a setting of your own, as gpt.py overrides: --try="--n_layer=2 --max_iters=1500" '
+                        '(repeatable)')
     p.add_argument('--repeat', type=int, default=1, help='runs per setting; the table shows medians')
     args = p.parse_args(argv)
     if args.repeat < 1:

@@ -91,7 +91,8 @@ def run(overrides, label):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('--only', nargs='+', choices=SETTINGS, help='run only these settings')
+    p.add_argument('--only', nargs='+', choices=SETTINGS, metavar='NAME',
+                   help='run only these settings: ' + ', '.join(SETTINGS))
     p.add_argument('--try', dest='extra', action='append', default=[], metavar='OVERRIDES',
                    help='a setting of your own, as gpt.py overrides: --try="--n_layer=2 --max_iters=1500" '
                         '(repeatable)')

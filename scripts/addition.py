@@ -136,7 +136,7 @@ def exact_match(model, seq, prompt_length, device, chunk=500):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('--digits', type=int, default=3)
+    p.add_argument('--digits', type=int, default=3, help='digits per operand, 1 to 18 (default: %(default)s)')
     p.add_argument('--plain', action='store_true', help='write the sum in reading order, not reversed')
     p.add_argument('--no-curriculum', dest='curriculum', action='store_false',
                    help='always n-digit operands instead of mixed lengths')
@@ -144,13 +144,14 @@ def parse_args(argv):
     p.add_argument('--max_seconds', type=float, default=None, help='stop after this much training time')
     p.add_argument('--target', type=float, default=0.99, help='stop once held-out exact match reaches it')
     p.add_argument('--eval_every', type=int, default=250, help='steps between held-out evaluations')
-    p.add_argument('--batch_size', type=int, default=256)
-    p.add_argument('--n_layer', type=int, default=2)
-    p.add_argument('--n_head', type=int, default=4)
-    p.add_argument('--n_embd', type=int, default=128)
-    p.add_argument('--lr', type=float, default=3e-3)
-    p.add_argument('--warmup', type=int, default=100)
-    p.add_argument('--seed', type=int, default=1337)
+    p.add_argument('--batch_size', type=int, default=256, help='default: %(default)s')
+    p.add_argument('--n_layer', type=int, default=2, help='default: %(default)s')
+    p.add_argument('--n_head', type=int, default=4, help='default: %(default)s')
+    p.add_argument('--n_embd', type=int, default=128, help='default: %(default)s')
+    p.add_argument('--lr', type=float, default=3e-3,
+                   help='peak learning rate, cosine decay after (default: %(default)s)')
+    p.add_argument('--warmup', type=int, default=100, help='steps of linear warmup (default: %(default)s)')
+    p.add_argument('--seed', type=int, default=1337, help='default: %(default)s')
     p.add_argument('--device', default='cpu', help='default cpu: this model is small')
     args = p.parse_args(argv)
     if not 1 <= args.digits <= 18:

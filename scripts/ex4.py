@@ -76,10 +76,12 @@ def train(feature, seed, splits, vocab_size, label):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('--features', nargs='+', choices=list(FEATURES), default=list(FEATURES))
-    p.add_argument('--seeds', nargs='+', type=int, default=[1337, 1338, 1339])
+    p.add_argument('--features', nargs='+', choices=list(FEATURES), default=list(FEATURES), metavar='NAME',
+                   help='the features to train, baseline included (default: all of %(choices)s)')
+    p.add_argument('--seeds', nargs='+', type=int, default=[1337, 1338, 1339],
+                   help='a run per feature and seed (default: 1337 1338 1339)')
     p.add_argument('--max_iters', type=int, default=None, help="steps per run (default: the preset's)")
-    p.add_argument('--device', default='cpu')
+    p.add_argument('--device', default='cpu', help='default: %(default)s')
     args = p.parse_args(argv)
     overrides = ['--preset=cpu', f'--device={args.device}', '--use_tf32=False', '--use_bf16=False',
                  '--use_compile=False', '--use_cuda_graph=False']

@@ -29,10 +29,11 @@ def read_log(path):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('log', nargs='?', type=os.path.expanduser, default=os.path.join('out', 'log.csv'))
+    p.add_argument('log', nargs='?', type=os.path.expanduser, default=os.path.join('out', 'log.csv'),
+                   help="a log.csv of gpt.py (default: %(default)s)")
     p.add_argument('--out', type=os.path.expanduser, default=None,
                    help='the PNG to write (default: loss.png beside the log)')
-    p.add_argument('--title', default=None)
+    p.add_argument('--title', default=None, help="the plot's title (default: the log's path)")
     args = p.parse_args(argv)
     rows = read_log(args.log)
     if not rows:

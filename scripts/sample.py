@@ -39,9 +39,10 @@ def parse_args(argv):
                    help='< 1 is more conservative, > 1 wilder')
     p.add_argument('--top_k', type=positive(int), default=None,
                    help='sample only among the k likeliest characters')
-    p.add_argument('--num_samples', type=positive(int), default=1)
-    p.add_argument('--seed', type=int, default=1337)
-    p.add_argument('--device', default=gpt.device)
+    p.add_argument('--num_samples', type=positive(int), default=1, help='default: %(default)s')
+    p.add_argument('--seed', type=int, default=1337,
+                   help='the same seed gives the same text (default: %(default)s)')
+    p.add_argument('--device', default=gpt.device, help='default: %(default)s')
     p.add_argument('--out', type=os.path.expanduser, default=None,
                    help='write the samples to this file instead of printing them')
     args = p.parse_args(argv)

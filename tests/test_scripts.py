@@ -159,15 +159,29 @@ def test_progression_prints_the_table_and_json(tmp_path):
         assert f"| {row['train']:.4f} | {row['val']:.4f} |" in line
 
 
+def press_ctrl_c(script, *args, after):
+    """Run scripts/script as in a terminal (a process group of its own), read the lines it prints
+    until after(lines) holds, then press Ctrl-C: SIGINT to the whole group. The process, the lines
+    read, all of its stdout and its stderr."""
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', script), *args], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env={**os.environ, 'PYTHONUNBUFFERED': '1'}) # each line as it is printed
+    lines = []
+    while not after(lines):
+        lines.append(p.stdout.readline())
+        if not lines[-1]:
+            pytest.fail(f"{script} ended before Ctrl-C: {p.communicate()[1]}")
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    return p, lines, ''.join(lines) + out, err
+
+
 @needs_input
 def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
-    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'progression.py'), '--stages', '5,6',
-                          '--device', 'cpu', '--jobs', '2'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True)
-    assert p.stdout.readline().startswith('training stages 5, 6')
-    assert p.stdout.readline().startswith('stage ') # a worker is training
-    os.killpg(p.pid, signal.SIGINT) # what Ctrl-C in a terminal does: the whole group
-    out, err = p.communicate(timeout=60)
+    p, lines, _, err = press_ctrl_c('progression.py', '--stages', '5,6', '--device', 'cpu', '--jobs', '2',
+                                    after=lambda lines: len(lines) == 2)
+    assert lines[0].startswith('training stages 5, 6')
+    assert lines[1].startswith('stage ') # a worker was training
     assert p.returncode == 130 and err == '', err
     for _ in range(50): # the workers go with the main process
         try:
@@ -185,13 +199,7 @@ def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
     'bench.py --device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --steps=10000',
     'data_walkthrough.py', 'addition.py', 'ex3.py --corpus=README.md', 'ex4.py'])
 def test_ctrl_c_stops_a_script_without_a_traceback(command):
-    script, *args = command.split()
-    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', script), *args], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         env={**os.environ, 'PYTHONUNBUFFERED': '1'}) # each line as it is printed
-    assert p.stdout.readline() # it has started
-    os.killpg(p.pid, signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    p, _, _, err = press_ctrl_c(*command.split(), after=lambda lines: len(lines) == 1) # once it has started
     assert p.returncode == 130 and err == '', err
 
 
@@ -216,13 +224,9 @@ def test_cpu_sweep_shows_each_runs_progress_then_the_table():
 
 @needs_input
 def test_ctrl_c_stops_the_sweep_with_the_table_so_far():
-    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'cpu_sweep.py'),
-                          f'--try={TINY_TRY} --max_iters=2', f'--try={TINY_TRY} --max_iters=100000'],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    while not p.stdout.readline().startswith('  try-2 run 1: step 0:'): # the second run is training
-        assert p.poll() is None
-    os.killpg(p.pid, signal.SIGINT) # Ctrl-C in a terminal: the sweep and its gpt.py
-    out, err = p.communicate(timeout=60)
+    p, _, out, err = press_ctrl_c( # once the second run is training; the group: the sweep and its gpt.py
+        'cpu_sweep.py', f'--try={TINY_TRY} --max_iters=2', f'--try={TINY_TRY} --max_iters=100000',
+        after=lambda lines: lines and lines[-1].startswith('  try-2 run 1: step 0:'))
     assert p.returncode == 130 and err == '', err
     assert 'Ctrl-C: stopped; the table has the 1 of 2 settings that finished' in out
     assert [line[:8] for line in out.splitlines() if line.startswith('| try-')] == ['| try-1 ']

@@ -61,7 +61,7 @@ def read_prompt(prompt):
         with open(path, encoding='utf-8') as f:
             return f.read()
     except (OSError, UnicodeDecodeError) as e:
-        gpt.fail(f"cannot read the prompt file {path}: {e}")
+        gpt.fail(f"cannot read the prompt file {path}: {getattr(e, 'strerror', None) or e}")
 
 
 def load_model(path, device):

@@ -263,7 +263,9 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(f'--ckpt={tmp_path / "missing.pt"}'), 'no checkpoint at', 'gpt.py writes one')
     (tmp_path / 'bad.pt').write_bytes(b'\x80\x02 not a checkpoint')
     one_line_error(sample(f'--ckpt={tmp_path / "bad.pt"}'), 'not a readable checkpoint')
-    one_line_error(sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}'), 'cannot read the prompt file')
+    r = sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}')
+    one_line_error(r, 'cannot read the prompt file', 'nope.txt: No such file or directory')
+    assert '[Errno' not in r.stderr
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')

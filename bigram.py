@@ -90,7 +90,8 @@ def read_text(path=INPUT_PATH, url=DATA_URL):
         hint = '' if url is None else ' Delete it to download Tiny Shakespeare again.'
         fail(f"cannot read {path}: {e}.{hint}")
     if url is not None and hashlib.sha256(raw).hexdigest() != DATA_SHA256:
-        print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is")
+        print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is "
+              "(delete it to download Tiny Shakespeare again)")
     return text
 
 

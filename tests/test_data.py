@@ -101,6 +101,17 @@ def test_checksum_mismatch_leaves_nothing(module, server, tmp_path, capsys):
 
 
 @pytest.mark.parametrize('module', [gpt, bigram])
+def test_an_input_txt_that_is_not_tiny_shakespeare_is_used_with_a_note(module, tmp_path, capsys):
+    path = tmp_path / 'input.txt'
+    path.write_text('my own text, or a damaged copy\n' * 40)
+    url = f'http://127.0.0.1:{free_port()}/input.txt'  # nothing listens: a download would fail
+    assert module.read_text(str(path), url) == path.read_text()
+    out = capsys.readouterr().out
+    assert 'is not Tiny Shakespeare' in out and 'delete it to download Tiny Shakespeare again' in out
+    assert os.listdir(tmp_path) == ['input.txt']
+
+
+@pytest.mark.parametrize('module', [gpt, bigram])
 def test_http_error_is_one_line(module, server, tmp_path, capsys):
     server['status'] = 404
     expect_failure(module, server['url'], tmp_path / 'input.txt', capsys, 'HTTP 404')

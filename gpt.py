@@ -705,11 +705,6 @@ def main():
     device_type = configure()
     print(f"device: {device}")
     print('config: ' + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
-    if device_type == 'cpu' and n_layer * n_embd**2 * block_size * batch_size >= 6 * 384**2 * 256 * 32:
-        print("hint: on a CPU the lecture's config takes about 9 s per step and 13 minutes per "
-              "evaluation (measured on 2 cores; the whole run: about 15 hours). python gpt.py "
-              "--preset=cpu reaches val loss 1.63 in about 100 s (README.md: No GPU?)")
-
     torch.manual_seed(seed)
 
     path = input_file or INPUT_PATH # a text of your own, or Tiny Shakespeare (downloaded once)
@@ -725,6 +720,10 @@ def main():
              f"block_size is {block_size}")
     print(f"{len(text):,} characters, vocab {vocab_size}, "
           f"{len(train_data):,} train / {len(val_data):,} val")
+    if device_type == 'cpu' and n_layer * n_embd**2 * block_size * batch_size >= 6 * 384**2 * 256 * 32:
+        print("hint: on a CPU the lecture's config takes about 9 s per step and 13 minutes per "
+              "evaluation (measured on 2 cores; the whole run: about 15 hours). python gpt.py "
+              "--preset=cpu reaches val loss 1.63 in about 100 s (README.md: No GPU?)")
 
     ckpt_path = os.path.join(out_dir, 'ckpt.pt') if out_dir else ''
     best_path = os.path.join(out_dir, 'best.pt') if out_dir else ''

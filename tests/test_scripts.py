@@ -269,6 +269,12 @@ def test_full_config_on_cpu_prints_the_hint(tmp_path):
     assert 'hint: on a CPU the lecture' in r.stdout and '--preset=cpu' in r.stdout
 
 
+def test_a_missing_input_file_fails_before_the_cpu_hint(tmp_path):
+    r = run_here('gpt.py', '--device=cpu', f'--input_file={tmp_path / "missing.txt"}', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == f"error: {tmp_path / 'missing.txt'}: no such file\n"
+    assert 'hint' not in r.stdout and os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize('script', ['progression', 'cpu_sweep', 'addition', 'plot_losses', 'sample', 'ex3',
                                     'ex4'])
 def test_every_script_with_options_answers_a_wrong_one_in_one_line(script, tmp_path):

@@ -141,9 +141,9 @@ def parse_args(argv):
     p.add_argument('--no-curriculum', dest='curriculum', action='store_false',
                    help='always n-digit operands instead of mixed lengths')
     p.add_argument('--max_steps', type=int, default=None, help='default: 1500 + 600 per digit')
-    p.add_argument('--max_seconds', type=float, default=None, help='stop after this much training time')
-    p.add_argument('--target', type=float, default=0.99, help='stop once held-out exact match reaches it')
-    p.add_argument('--eval_every', type=int, default=250, help='steps between held-out evaluations')
+    p.add_argument('--max_seconds', type=float, default=None, help='stop after this many seconds of training (default: no limit)')
+    p.add_argument('--target', type=float, default=0.99, help='stop once held-out exact match reaches this share, at most 1 (default: %(default)s)')
+    p.add_argument('--eval_every', type=int, default=250, help='steps between held-out evaluations (default: %(default)s)')
     p.add_argument('--batch_size', type=int, default=256, help='default: %(default)s')
     p.add_argument('--n_layer', type=int, default=2, help='default: %(default)s')
     p.add_argument('--n_head', type=int, default=4, help='default: %(default)s')
@@ -156,6 +156,18 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if not 1 <= args.digits <= 18:
         p.error('--digits must be 1 to 18 (int64 sums)')
+    for key in ('max_steps', 'eval_every', 'batch_size', 'n_layer', 'n_head', 'n_embd'):
+        if getattr(args, key) is not None and getattr(args, key) < 1:
+            p.error(f'--{key} must be at least 1, got {getattr(args, key)}')
+    if args.n_embd % args.n_head:
+        p.error(f'--n_embd={args.n_embd} must be a multiple of --n_head={args.n_head}')
+    for key in ('lr', 'max_seconds'):
+        if getattr(args, key) is not None and getattr(args, key) <= 0:
+            p.error(f'--{key} must be above 0, got {getattr(args, key)}')
+    if args.warmup < 0:
+        p.error(f'--warmup must be at least 0, got {args.warmup}')
+    if not 0 < args.target <= 1:
+        p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), got {args.target}')
     if args.max_steps is None:
         args.max_steps = 1500 + 600 * args.digits
     return args

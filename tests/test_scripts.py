@@ -237,6 +237,12 @@ def test_ctrl_c_stops_the_sweep_with_the_table_so_far():
     ('progression', ['--max_iters=-5'], '--max_iters must be at least 1, got -5'),
     ('progression', ['--jobs=0'], '--jobs must be at least 1, got 0'),
     ('cpu_sweep', ['--repeat=0'], '--repeat must be at least 1, got 0'),
+    ('addition', ['--eval_every=0'], '--eval_every must be at least 1, got 0'),
+    ('addition', ['--batch_size=0'], '--batch_size must be at least 1, got 0'),
+    ('addition', ['--n_embd=100', '--n_head=3'], '--n_embd=100 must be a multiple of --n_head=3'),
+    ('addition', ['--max_seconds=-1'], '--max_seconds must be above 0, got -1.0'),
+    ('addition', ['--warmup=-5'], '--warmup must be at least 0, got -5'),
+    ('addition', ['--target=2'], 'at most 1 (0.99: 99%), got 2.0'),
 ])
 def test_scripts_reject_bad_values_in_one_line(script, args, words):
     r = run_here(os.path.join('scripts', f'{script}.py'), *args)

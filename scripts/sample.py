@@ -34,11 +34,12 @@ def parse_args(argv):
                    help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
     p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "
                    "(default: a newline, as in the lecture)")
-    p.add_argument('--max_new_tokens', type=int, default=500, help='characters to generate per sample')
+    p.add_argument('--max_new_tokens', type=int, default=500,
+                   help='characters to generate per sample (default: %(default)s)')
     p.add_argument('--temperature', type=positive(float), default=1.0,
-                   help='< 1 is more conservative, > 1 wilder')
+                   help="< 1 is more conservative, > 1 wilder (default: 1.0, the model's own odds)")
     p.add_argument('--top_k', type=positive(int), default=None,
-                   help='sample only among the k likeliest characters')
+                   help='sample only among the k likeliest characters (default: all of them)')
     p.add_argument('--num_samples', type=positive(int), default=1, help='default: %(default)s')
     p.add_argument('--seed', type=int, default=1337,
                    help='the same seed gives the same text (default: %(default)s)')

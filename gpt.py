@@ -156,13 +156,16 @@ def read_text(path=INPUT_PATH, url=DATA_URL):
         if url is None:
             fail(f"{path}: no such file")
         download(url, path)
+    hint = '' if url is None else ' Delete it to download Tiny Shakespeare again.'
     try:
         with open(path, 'rb') as f:
             raw = f.read()
         text = raw.decode('utf-8')
-    except (OSError, UnicodeDecodeError) as e:
-        hint = '' if url is None else ' Delete it to download Tiny Shakespeare again.'
-        fail(f"cannot read {path}: {e}.{hint}")
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}.{hint}")
+    except UnicodeDecodeError as e:
+        fail(f"cannot read {path}: it is not UTF-8 text "
+             f"(byte {e.object[e.start]:#04x} at offset {e.start:,}).{hint}")
     if url is not None and hashlib.sha256(raw).hexdigest() != DATA_SHA256:
         print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is "
               "(delete it to download Tiny Shakespeare again)")

@@ -141,9 +141,12 @@ def parse_args(argv):
     p.add_argument('--no-curriculum', dest='curriculum', action='store_false',
                    help='always n-digit operands instead of mixed lengths')
     p.add_argument('--max_steps', type=int, default=None, help='default: 1500 + 600 per digit')
-    p.add_argument('--max_seconds', type=float, default=None, help='stop after this many seconds of training (default: no limit)')
-    p.add_argument('--target', type=float, default=0.99, help='stop once held-out exact match reaches this share, at most 1 (default: %(default)s)')
-    p.add_argument('--eval_every', type=int, default=250, help='steps between held-out evaluations (default: %(default)s)')
+    p.add_argument('--max_seconds', type=float, default=None,
+                   help='stop after this many seconds of training (default: no limit)')
+    p.add_argument('--target', type=float, default=0.99,
+                   help='stop once held-out exact match reaches this share, at most 1 (default: %(default)s)')
+    p.add_argument('--eval_every', type=int, default=250,
+                   help='steps between held-out evaluations (default: %(default)s)')
     p.add_argument('--batch_size', type=int, default=256, help='default: %(default)s')
     p.add_argument('--n_layer', type=int, default=2, help='default: %(default)s')
     p.add_argument('--n_head', type=int, default=4, help='default: %(default)s')
@@ -167,7 +170,8 @@ def parse_args(argv):
     if args.warmup < 0:
         p.error(f'--warmup must be at least 0, got {args.warmup}')
     if not 0 < args.target <= 1:
-        p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), got {args.target}')
+        p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), '
+                f'got {args.target}')
     if args.max_steps is None:
         args.max_steps = 1500 + 600 * args.digits
     return args

@@ -96,7 +96,8 @@ def main(argv):
     p.add_argument('--try', dest='extra', action='append', default=[], metavar='OVERRIDES',
                    help='a setting of your own, as gpt.py overrides: --try="--n_layer=2 --max_iters=1500" '
                         '(repeatable)')
-    p.add_argument('--repeat', type=int, default=1, help='runs per setting; the table shows medians (default: %(default)s)')
+    p.add_argument('--repeat', type=int, default=1,
+                   help='runs per setting; the table shows medians (default: %(default)s)')
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")

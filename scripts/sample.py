@@ -61,8 +61,11 @@ def read_prompt(prompt):
     try:
         with open(path, encoding='utf-8') as f:
             return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        gpt.fail(f"cannot read the prompt file {path}: {getattr(e, 'strerror', None) or e}")
+    except OSError as e:
+        gpt.fail(f"cannot read the prompt file {path}: {e.strerror}")
+    except UnicodeDecodeError as e:
+        gpt.fail(f"cannot read the prompt file {path}: it is not UTF-8 text (byte {e.object[e.start]:#04x} "
+                 f"at offset {e.start:,})")
 
 
 def load_model(path, device):

@@ -266,6 +266,9 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     r = sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}')
     one_line_error(r, 'cannot read the prompt file', 'nope.txt: No such file or directory')
     assert '[Errno' not in r.stderr
+    (tmp_path / 'latin1.txt').write_bytes('caf\u00e9'.encode('latin-1'))
+    one_line_error(sample(ckpt, f'--prompt=@{tmp_path / "latin1.txt"}'),
+                   'not UTF-8 text (byte 0xe9 at offset 3)')
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')

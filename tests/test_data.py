@@ -135,13 +135,17 @@ def test_a_folder_that_cannot_be_written_is_one_line(module, server, tmp_path, m
     assert err.startswith(f'error: cannot write {path}: No such file or directory')
 
 
-def test_unreadable_input_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize('module', [gpt, bigram])
+def test_unreadable_input_is_one_line_that_says_why(module, tmp_path, capsys):
     path = tmp_path / 'input.txt'
-    path.write_bytes(b'\xff\xfe not utf-8')
-    with pytest.raises(SystemExit):
-        gpt.read_text(str(path))
-    err = capsys.readouterr().err
-    assert err.startswith('error: cannot read') and err.count('\n') == 1
+    path.write_bytes('Fran\u00e7ais, '.encode() + 'caf\u00e9'.encode('latin-1')) # Latin-1 after UTF-8
+    for name, url, reason in [(path, module.DATA_URL, 'it is not UTF-8 text (byte 0xe9 at offset 14)'),
+                              (tmp_path, None, 'Is a directory')]:
+        with pytest.raises(SystemExit):
+            module.read_text(str(name), url)
+        err = capsys.readouterr().err
+        assert err.startswith(f'error: cannot read {name}: {reason}.') and err.count('\n') == 1, err
+        assert ('Delete it to download Tiny Shakespeare again' in err) == (url is not None)
 
 
 @needs_input

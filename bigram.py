@@ -63,7 +63,7 @@ def apply_overrides(argv, namespace):
         if isinstance(namespace[key], float) and type(value) is int:
             value = float(value)
         if type(value) is not type(namespace[key]):
-            fail(f"--{key} expects {type(namespace[key]).__name__}, got {raw!r}", code=2)
+            fail(f"--{key} expects {type(namespace[key]).__name__}, got {raw!r}; {valid}", code=2)
         namespace[key] = value
 
 

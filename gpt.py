@@ -111,7 +111,7 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
             ok = type(value) is type(default)
         if not ok:
             want = 'True, False or None' if default is None else type(default).__name__
-            fail(f"--{key} expects {want}, got {raw!r}", code=2)
+            fail(f"--{key} expects {want}, got {raw!r}; {valid}", code=2)
         namespace[key] = value
     if presets and namespace.get('preset'):
         if namespace['preset'] not in presets:

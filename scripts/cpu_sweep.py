@@ -76,7 +76,7 @@ def run(overrides, label):
             lines.append(line)
             if line.startswith('step '):
                 print(f"  {label}: {line}", end='', flush=True)
-    except KeyboardInterrupt:
+    except BaseException: # Ctrl-C, or whoever read our output stopped reading (| head)
         p.kill() # a run cut short measures nothing
         p.wait()
         raise
@@ -126,4 +126,9 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
+    except BrokenPipeError: # as gpt.exit_on_broken_pipe: nothing left to flush, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

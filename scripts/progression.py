@@ -230,7 +230,11 @@ def main(argv):
 
 
 def train_stage_args(w):
-    return train_stage(*w)
+    try:
+        return train_stage(*w)
+    except BrokenPipeError: # nobody reads our output (| head): the main process stops; this worker's
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # last flush must not fail either
+        raise
 
 
 if __name__ == '__main__':

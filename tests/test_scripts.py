@@ -233,6 +233,19 @@ def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path):
         assert p.returncode == 1 and err == '', (script, err)
 
 
+
+@needs_input
+def test_progression_and_its_workers_stop_quietly_when_the_reader_goes(tmp_path):
+    """`progression.py | head -1` with two stages side by side: the reader goes once the workers start."""
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONUNBUFFERED'}
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'progression.py'), '--stages', '1,2',
+                          '--jobs=2', '--max_iters=2', '--eval_iters=1'], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    assert p.stdout.readline().startswith('training stages 1, 2')
+    p.stdout.close()
+    err = p.stderr.read() # to its end: the workers' stderr too, which stays open until they are gone
+    assert p.wait(timeout=60) == 1 and err == '', err
+
 @needs_input
 def test_cpu_sweep_shows_each_runs_progress_then_the_table():
     r = run(os.path.join('scripts', 'cpu_sweep.py'), f'--try={TINY_TRY} --max_iters=6 --eval_interval=3',

@@ -233,7 +233,6 @@ def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path):
         assert p.returncode == 1 and err == '', (script, err)
 
 
-
 @needs_input
 def test_progression_and_its_workers_stop_quietly_when_the_reader_goes(tmp_path):
     """`progression.py | head -1` with two stages side by side: the reader goes once the workers start."""
@@ -244,7 +243,8 @@ def test_progression_and_its_workers_stop_quietly_when_the_reader_goes(tmp_path)
     assert p.stdout.readline().startswith('training stages 1, 2')
     p.stdout.close()
     err = p.stderr.read() # to its end: the workers' stderr too, which stays open until they are gone
-    assert p.wait(timeout=60) == 1 and err == '', err
+    assert p.wait(timeout=60) == 1 and err == '', err # without the fix: a traceback in 3 runs of 5 here
+
 
 @needs_input
 def test_cpu_sweep_shows_each_runs_progress_then_the_table():

@@ -761,6 +761,8 @@ def main():
         if device_type == 'cuda' and checkpoint['rng_cuda']:
             torch.cuda.set_rng_state_all([s.cpu() for s in checkpoint['rng_cuda']])
         print(f"resumed from {ckpt_path} at step {start_step} (best val loss {best_val_loss:.4f})")
+        if start_step >= max_iters:
+            print(f"note: max_iters is {max_iters}: nothing left to train (a larger --max_iters trains on)")
 
     if out_dir:
         keep = []

@@ -76,6 +76,9 @@ def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):
     steps = [row.split(',')[0] for row in (tmp_path / 'log.csv').read_text().splitlines()]
     assert steps == ['step'] + [str(s) for s in range(0, 301, 50)]
     assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['step'] == 300
+    c = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True') # finished
+    assert c.returncode == 0 and 'note: max_iters is 300: nothing left to train' in c.stdout, c.stderr
+    assert loss_lines(c.stdout) == [] and torch.load(tmp_path / 'ckpt.pt', weights_only=True)['step'] == 300
 
 
 def test_best_checkpoint_holds_the_lowest_val_loss(uninterrupted):

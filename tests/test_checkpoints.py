@@ -269,9 +269,12 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     r = sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}')
     one_line_error(r, 'cannot read the prompt file', 'nope.txt: No such file or directory')
     assert '[Errno' not in r.stderr
-    (tmp_path / 'latin1.txt').write_bytes('caf\u00e9'.encode('latin-1'))
+    (tmp_path / 'latin1.txt').write_bytes(b'ROMEO:\n' * 2000 + 'caf\u00e9'.encode('latin-1'))
     one_line_error(sample(ckpt, f'--prompt=@{tmp_path / "latin1.txt"}'),
-                   'not UTF-8 text (byte 0xe9 at offset 3)')
+                   'not UTF-8 text (byte 0xe9 at offset 14,003)') # in the file, not in a buffer of it
+    (tmp_path / 'windows.txt').write_bytes(b'ROMEO:\r\nJULIET:\r\n') # '\r' is not in the vocabulary
+    r = sample(ckpt, f'--prompt=@{tmp_path / "windows.txt"}', '--max_new_tokens=3')
+    assert r.returncode == 0 and r.stdout.startswith('ROMEO:\nJULIET:\n'), r.stderr
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')

@@ -15,15 +15,15 @@ INPUT = os.path.join(ROOT, 'input.txt')
 import gpt  # noqa: E402
 
 
-def run_here(script, *args, cwd=None):
+def run_here(script, *args, cwd=None, stdout=None):
     """Run a script as `python script args` would, but inside this process: no new interpreter
     and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
     exits before it trains. What the run changes in gpt's settings and torch's random numbers
-    is put back afterwards."""
+    is put back afterwards. stdout: a file to print into instead of a string."""
     path = os.path.join(ROOT, script)
     settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()
     rng = torch.get_rng_state()
-    out, err, code = io.StringIO(), io.StringIO(), 0
+    out, err, code = stdout or io.StringIO(), io.StringIO(), 0
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path)) # as python does: the script's folder comes first
     try:
@@ -40,7 +40,7 @@ def run_here(script, *args, cwd=None):
         os.chdir(here)
         vars(gpt).update(settings)
         torch.set_rng_state(rng)
-    return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess([path, *args], code, None if stdout else out.getvalue(), err.getvalue())
 
 
 # a model small enough to build and train in milliseconds

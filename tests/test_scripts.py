@@ -207,30 +207,24 @@ TINY_TRY = '--n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --eval_iters=1 --m
 
 
 @needs_input
-def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path):
-    """`python script.py | head -1`: each script stops quietly once nobody reads its output. Here
-    nobody reads from the start, and output is block-buffered, as in a terminal's pipe."""
-    tiny = ' '.join(TINY_GPT)
-    commands = ['bigram.py --max_iters=1 --eval_iters=1', f'gpt.py {tiny} --out_dir=',
-                'scripts/attention_walkthrough.py', # data_walkthrough.py stops through the same run_checked
-                'scripts/progression.py --stages 1 --max_iters=2 --eval_iters=1',
-                'scripts/bench.py --device=cpu --n_layer=1 --n_head=2 --n_embd=16 --block_size=8 --steps=1',
-                'scripts/addition.py --digits 1 --max_steps=2',
-                f'scripts/ex3.py --corpus={os.path.join(ROOT, "README.md")} --preset= {tiny}',
-                'scripts/ex4.py --features baseline --seeds 1 --max_iters=2',
-                f'scripts/cpu_sweep.py --try="{TINY_TRY} --max_iters=2"']
+@pytest.mark.parametrize('command', [
+    'bigram.py --max_iters=1 --eval_iters=1', f'gpt.py {" ".join(TINY_GPT)} --out_dir=',
+    'scripts/attention_walkthrough.py', # data_walkthrough.py stops through the same run_checked
+    'scripts/progression.py --stages 1 --max_iters=2 --eval_iters=1',
+    'scripts/bench.py --device=cpu --n_layer=1 --n_head=2 --n_embd=16 --block_size=8 --steps=1',
+    'scripts/addition.py --digits 1 --max_steps=2',
+    f'scripts/ex3.py --corpus={os.path.join(ROOT, "README.md")} --preset= {" ".join(TINY_GPT)}',
+    'scripts/ex4.py --features baseline --seeds 1 --max_iters=2',
+    f'scripts/cpu_sweep.py --try="{TINY_TRY} --max_iters=2"'])
+def test_a_reader_that_stops_reading_gets_no_traceback(command, tmp_path):
+    """`python script.py | head`: a script stops quietly once nobody reads its output. Here nobody
+    reads from the start, and the output is block-buffered, as in a pipe."""
     read, write = os.pipe()
     os.close(read) # every write to the pipe now fails: EPIPE, a BrokenPipeError in Python
-    env = {k: v for k, v in os.environ.items() if k != 'PYTHONUNBUFFERED'}
-    runs = {}
-    for command in commands: # side by side, to save time
-        script, *args = shlex.split(command)
-        runs[script] = subprocess.Popen([sys.executable, os.path.join(ROOT, script), *args], stdout=write,
-                                        stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
-    os.close(write)
-    for script, p in runs.items():
-        err = p.communicate(timeout=300)[1]
-        assert p.returncode == 1 and err == '', (script, err)
+    with open(write, 'w') as stdout:
+        r = run_here(*shlex.split(command), cwd=tmp_path, stdout=stdout)
+        assert r.returncode == 1 and r.stderr == '', r.stderr
+        stdout.flush() # what the interpreter would do at exit: nothing may be left to write
 
 
 @needs_input

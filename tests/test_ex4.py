@@ -9,7 +9,6 @@ import torch.nn as nn
 
 import gpt
 from conftest import ROOT, needs_input, run_here
-from test_scripts import run
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
 import ex4  # noqa: E402
@@ -62,8 +61,8 @@ def test_nope_has_no_position_information_even_after_training(tiny):
 
 @needs_input
 def test_the_script_compares_features_with_the_baseline():
-    r = run(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
-            '--max_iters', '4')
+    r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
+                 '--max_iters', '4')
     assert r.returncode == 0, r.stderr
     assert re.search(r'^nope seed 1 step 4: train loss [\d.]+, val loss [\d.]+ \| \d+s$', r.stdout, re.M)
     base = re.search(r'^\| baseline \| .* \| 353,537 \| ([\d.]+) \| \1 \|  \|$', r.stdout, re.M)

@@ -303,10 +303,11 @@ def test_unknown_preset_is_a_one_line_error():
 
 @needs_input
 def test_full_config_on_cpu_prints_the_hint(tmp_path):
-    r = run('gpt.py', '--device=cpu', '--max_iters=0', '--eval_iters=1', '--max_new_tokens=1',
-            f'--out_dir={tmp_path}', timeout=120)
-    assert r.returncode == 0, r.stderr
+    (tmp_path / 'file').write_text('') # an --out_dir it cannot use: it stops before any evaluation
+    r = run_here('gpt.py', '--device=cpu', f'--out_dir={tmp_path / "file"}')
+    assert r.returncode == 1 and 'cannot write into --out_dir' in r.stderr
     assert 'hint: on a CPU the lecture' in r.stdout and '--preset=cpu' in r.stdout
+    assert 'hint' not in run_here('gpt.py', '--preset=cpu', f'--out_dir={tmp_path / "file"}').stdout
 
 
 def test_a_missing_input_file_fails_before_the_cpu_hint(tmp_path):

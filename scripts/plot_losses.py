@@ -63,12 +63,21 @@ def main(argv):
     try: # into a temporary file, then renamed: an earlier plot is never left half-written
         fig.savefig(tmp, dpi=120, format='png')
         os.replace(tmp, out)
-    except OSError as e:
+    except BaseException as e: # a full disk, or Ctrl-C: the temporary file goes too
         if os.path.exists(tmp):
             os.remove(tmp)
-        sys.exit(f"error: cannot write {out}: {e.strerror}")
+        if isinstance(e, OSError):
+            sys.exit(f"error: cannot write {out}: {e.strerror}")
+        raise
     print(f"wrote {out}")
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError: # as gpt.exit_on_broken_pipe (this script imports neither gpt nor torch)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

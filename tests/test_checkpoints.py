@@ -297,6 +297,22 @@ def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
     assert r.returncode == 1 and r.stderr == f'error: cannot write {missing}: No such file or directory\n'
 
 
+def test_ctrl_c_while_plotting_keeps_the_earlier_plot_and_leaves_no_temporary_file(uninterrupted, tmp_path,
+                                                                                   monkeypatch):
+    matplotlib = pytest.importorskip('matplotlib')
+    import matplotlib.figure
+    _, out = uninterrupted
+    (tmp_path / 'l.png').write_bytes(b'an earlier plot')
+    def interrupted(fig, path, **kwargs): # half a file, then Ctrl-C
+        open(path, 'wb').write(b'\x89PNG half')
+        raise KeyboardInterrupt
+    monkeypatch.setattr(matplotlib.figure.Figure, 'savefig', interrupted)
+    r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'),
+                 f'--out={tmp_path / "l.png"}')
+    assert r.returncode == 130 and r.stderr == '', r.stderr
+    assert os.listdir(tmp_path) == ['l.png'] and (tmp_path / 'l.png').read_bytes() == b'an earlier plot'
+
+
 def test_plot_losses_without_a_log_says_where_logs_come_from(tmp_path):
     r = run_here(os.path.join('scripts', 'plot_losses.py'), cwd=tmp_path)
     one_line_error(r, 'no log at out/log.csv', 'gpt.py writes one')

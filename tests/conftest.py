@@ -40,7 +40,8 @@ def run_here(script, *args, cwd=None, stdout=None):
         os.chdir(here)
         vars(gpt).update(settings)
         torch.set_rng_state(rng)
-    return subprocess.CompletedProcess([path, *args], code, None if stdout else out.getvalue(), err.getvalue())
+    printed = None if stdout else out.getvalue()
+    return subprocess.CompletedProcess([path, *args], code, printed, err.getvalue())
 
 
 # a model small enough to build and train in milliseconds

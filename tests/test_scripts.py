@@ -197,7 +197,8 @@ def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
 @needs_input
 @pytest.mark.parametrize('command', [
     'bench.py --device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --steps=10000',
-    'data_walkthrough.py', 'addition.py', 'ex3.py --corpus=README.md', 'ex4.py'])
+    'data_walkthrough.py', 'addition.py', 'ex3.py --corpus=README.md', 'ex4.py',
+    '../bigram.py --max_iters=100000'])
 def test_ctrl_c_stops_a_script_without_a_traceback(command):
     p, _, _, err = press_ctrl_c(*command.split(), after=lambda lines: len(lines) == 1) # once it has started
     assert p.returncode == 130 and err == '', err

@@ -146,6 +146,18 @@ def exit_on_broken_pipe():
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # nothing left to flush at exit
     sys.exit(1)
 
+
+def run_main(main, *args):
+    """Run a script's main(*args): Ctrl-C exits with 130, and a reader that stops reading (| head)
+    ends it with 1, neither with a traceback."""
+    try:
+        main(*args)
+        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        exit_on_broken_pipe()
+
 # ------------
 # data: read the text, build the vocabulary, encode it, split it
 

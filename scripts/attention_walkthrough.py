@@ -40,18 +40,15 @@ def run_checked(main, doc):
     if sys.argv[1:]:
         gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
     failures.clear()
-    try:
+
+    def checked():
         main()
         print()
         if failures:
             print(f"{len(failures)} check(s) FAILED")
             sys.exit(1)
         print("all checks passed")
-        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except BrokenPipeError: # whoever read the output stopped reading (| head)
-        gpt.exit_on_broken_pipe()
-    except KeyboardInterrupt: # Ctrl-C: no traceback
-        sys.exit(130)
+    gpt.run_main(checked)
 
 # ------------
 # the three versions of "each token averages itself and the tokens before it"

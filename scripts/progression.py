@@ -238,10 +238,4 @@ def train_stage_args(w):
 
 
 if __name__ == '__main__':
-    try:
-        main(sys.argv[1:])
-        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except BrokenPipeError: # whoever read the output stopped reading (| head)
-        gpt.exit_on_broken_pipe()
+    gpt.run_main(main, sys.argv[1:])

@@ -10,7 +10,7 @@ import torch
 
 import gpt
 from conftest import ROOT, needs_input, run_here
-from test_scripts import losses, run
+from test_scripts import losses
 
 pytestmark = needs_input
 
@@ -27,7 +27,7 @@ def loss_lines(stdout):
 def uninterrupted(tmp_path_factory):
     """300 steps in one go: the run every interrupted run must reproduce."""
     out = tmp_path_factory.mktemp('a')
-    r = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={out}')
+    r = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={out}')
     assert r.returncode == 0, r.stderr
     return r.stdout, out
 
@@ -52,7 +52,7 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
     assert re.search(r'resume with: python .*gpt\.py .*--resume=True', first)
     assert os.path.exists(out / 'ckpt.pt')
 
-    r = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={out}', '--resume=True')
+    r = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={out}', '--resume=True')
     assert r.returncode == 0, r.stderr
     assert f'resumed from {out / "ckpt.pt"} at step {stopped}' in r.stdout
     assert loss_lines(first) + loss_lines(r.stdout) == loss_lines(full)
@@ -64,11 +64,11 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
 
 def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):
     full, _ = uninterrupted
-    a = run('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
+    a = run_here('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
     with open(tmp_path / 'log.csv', 'ab') as f: # damaged rows are dropped, not a ValueError
         f.write(b'garbage\n\xff\xfe,1\n\n')
     assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['eval_seconds'] > 0 # for the time left
-    b = run('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True',
+    b = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True',
             '--progress_seconds=1e-9') # progress lines after every step change no number
     assert a.returncode == b.returncode == 0, a.stderr + b.stderr
     assert loss_lines(a.stdout) + loss_lines(b.stdout) == loss_lines(full)
@@ -178,28 +178,25 @@ def test_a_full_disk_is_a_one_line_error_and_keeps_the_old_file(write, tmp_path,
     assert os.listdir(tmp_path) == ['ckpt.pt']
 
 
-def test_out_of_memory_is_a_one_line_error_that_says_what_to_shrink():
-    code = ("import runpy, sys, torch\n"
-            "def step(*args, **kwargs):\n"
-            "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB.')\n"
-            "torch.optim.AdamW.step = step\n"
-            f"sys.argv = ['gpt.py', *{TINY!r}, '--out_dir=']\n"
-            f"runpy.run_path({os.path.join(ROOT, 'gpt.py')!r}, run_name='__main__')\n")
-    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+def test_out_of_memory_is_a_one_line_error_that_says_what_to_shrink(monkeypatch):
+    def step(*args, **kwargs):
+        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB.')
+    monkeypatch.setattr(torch.optim.AdamW, 'step', step)
+    r = run_here('gpt.py', *TINY, '--out_dir=')
     one_line_error(r, 'cpu ran out of memory (CUDA out of memory. Tried to allocate 2.00 GiB.)',
                    '--batch_size (now 8)', '--block_size (now 16)')
 
 
 def test_an_out_dir_that_is_a_file_is_a_one_line_error(tmp_path):
     (tmp_path / 'out').write_text('not a folder')
-    r = run('gpt.py', *TINY, '--max_iters=10', f'--out_dir={tmp_path / "out"}')
+    r = run_here('gpt.py', *TINY, '--max_iters=10', f'--out_dir={tmp_path / "out"}')
     one_line_error(r, f'cannot write into --out_dir={tmp_path / "out"}: it is a file')
 
 
 # ------------ scripts/sample.py
 
 def sample(*args):
-    return run(os.path.join('scripts', 'sample.py'), *args)
+    return run_here(os.path.join('scripts', 'sample.py'), *args)
 
 
 def test_sample_with_prompt_temperature_and_top_k(uninterrupted):
@@ -260,7 +257,6 @@ def test_one_sample_streamed_to_the_screen_is_the_sample_written_to_a_file(unint
 
 def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     _, out = uninterrupted
-    sample = lambda *args: run_here(os.path.join('scripts', 'sample.py'), *args)  # noqa: E731
     ckpt = f'--ckpt={out / "best.pt"}'
     one_line_error(sample(ckpt, '--prompt=caf\u00e9 \u20ac'), 'never saw', "'\u00e9\u20ac'")
     one_line_error(sample(f'--ckpt={tmp_path / "missing.pt"}'), 'no checkpoint at', 'gpt.py writes one')
@@ -288,25 +284,24 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
 def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
     pytest.importorskip('matplotlib')
     _, out = uninterrupted
-    r = run(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={tmp_path / "l.png"}')
+    r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={tmp_path / "l.png"}')
     assert r.returncode == 0, r.stderr
     assert (tmp_path / 'l.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert os.listdir(tmp_path) == ['l.png'] # written to a temporary file, then renamed
     missing = tmp_path / 'no such folder' / 'l.png'
-    r = run(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={missing}')
+    r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={missing}')
     assert r.returncode == 1 and r.stderr == f'error: cannot write {missing}: No such file or directory\n'
 
 
 def test_ctrl_c_while_plotting_keeps_the_earlier_plot_and_leaves_no_temporary_file(uninterrupted, tmp_path,
                                                                                    monkeypatch):
-    matplotlib = pytest.importorskip('matplotlib')
-    import matplotlib.figure
+    figure = pytest.importorskip('matplotlib.figure')
     _, out = uninterrupted
     (tmp_path / 'l.png').write_bytes(b'an earlier plot')
     def interrupted(fig, path, **kwargs): # half a file, then Ctrl-C
         open(path, 'wb').write(b'\x89PNG half')
         raise KeyboardInterrupt
-    monkeypatch.setattr(matplotlib.figure.Figure, 'savefig', interrupted)
+    monkeypatch.setattr(figure.Figure, 'savefig', interrupted)
     r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'),
                  f'--out={tmp_path / "l.png"}')
     assert r.returncode == 130 and r.stderr == '', r.stderr
@@ -330,7 +325,7 @@ def test_plot_losses_without_matplotlib_says_how_to_get_it(uninterrupted):
 def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):
     _, out = uninterrupted
     before = (out / 'ckpt.pt').read_bytes()
-    r = run('gpt.py', *TINY, '--max_iters=10', f'--out_dir={out}')
+    r = run_here('gpt.py', *TINY, '--max_iters=10', f'--out_dir={out}')
     one_line_error(r, 'holds an earlier run', '--resume=True', 'another --out_dir')
     assert (out / 'ckpt.pt').read_bytes() == before
 

@@ -189,9 +189,7 @@ def test_cross_attention_output_is_shaped_by_the_queries(head):
 
 
 def test_the_walkthrough_runs_and_all_its_checks_pass():
-    import subprocess
-    r = subprocess.run([sys.executable, os.path.join(ROOT, 'scripts', 'attention_walkthrough.py')],
-                       capture_output=True, text=True, timeout=120)
+    r = run_here(os.path.join('scripts', 'attention_walkthrough.py'))
     assert r.returncode == 0, r.stdout + r.stderr
     assert 'all checks passed' in r.stdout and 'FAILED' not in r.stdout
 

@@ -33,7 +33,7 @@ def losses(stdout):
 @needs_input
 def test_bigram_prints_the_lectures_exact_losses():
     # what the lecture's bigram.py prints with PyTorch 2.13 on a CPU (same init, batches, steps)
-    r = run('bigram.py', '--device=cpu') # a GPU draws other random numbers
+    r = run_here('bigram.py', '--device=cpu') # a GPU draws other random numbers
     assert r.returncode == 0, r.stderr
     assert 'step 0: train loss 4.7305, val loss 4.7241\n' in r.stdout
     assert 'step 2700: train loss 2.4738, val loss 2.4911\n' in r.stdout
@@ -120,7 +120,7 @@ def test_gpt_bool_option_wants_a_bool(tmp_path):
 @pytest.mark.parametrize('script, first', [('gpt.py', 'The GPT of'), ('bigram.py', 'The bigram'),
                                            ('scripts/bench.py', 'Time training steps')])
 def test_help_lists_the_hyperparameters_with_their_comments(script, first):
-    r = run(script, '--help')
+    r = run_here(script, '--help')
     assert r.returncode == 0 and r.stdout.startswith(first), r.stdout[:200]
     # each setting: its default, then its comment, which wraps onto indented lines below it
     blocks = re.findall(r'^  --(\w+)=(.*(?:\n {8,}\S.*)*)', r.stdout, re.M)
@@ -286,7 +286,7 @@ def test_scripts_reject_bad_values_in_one_line(script, args, words):
 
 @needs_input
 def test_cpu_preset_runs_a_few_steps_and_the_command_line_wins(tmp_path):
-    r = run('gpt.py', '--max_iters=20', '--preset=cpu', '--eval_interval=10', '--eval_iters=2',
+    r = run_here('gpt.py', '--max_iters=20', '--preset=cpu', '--eval_interval=10', '--eval_iters=2',
             '--max_new_tokens=20', cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == 'device: cpu' # even where a GPU is: the README's numbers

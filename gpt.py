@@ -147,9 +147,19 @@ def exit_on_broken_pipe():
     sys.exit(1)
 
 
+def memory_error(e):
+    """What a RuntimeError that means out of memory says, in a few words; None for any other.
+    CUDA raises torch.OutOfMemoryError; MPS and the CPU a plain RuntimeError, the CPU with the
+    size in bytes (e.g. for the tril of a huge block_size)."""
+    if not re.search("out of memory|can't allocate memory", str(e)):
+        return None
+    asked = re.search(r"tried to allocate (\d+) bytes", str(e))
+    return f"{int(asked.group(1)) / 1e9:.1f} GB asked for" if asked else str(e).splitlines()[0][:80]
+
+
 def run_main(main, *args):
-    """Run a script's main(*args): Ctrl-C exits with 130, and a reader that stops reading (| head)
-    ends it with 1, neither with a traceback."""
+    """Run a script's main(*args): Ctrl-C exits with 130, a reader that stops reading (| head)
+    ends it with 1, and running out of memory is a one-line error, none with a traceback."""
     try:
         main(*args)
         sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
@@ -157,6 +167,10 @@ def run_main(main, *args):
         sys.exit(130)
     except BrokenPipeError:
         exit_on_broken_pipe()
+    except RuntimeError as e:
+        if memory_error(e) is None:
+            raise
+        fail(f"out of memory ({memory_error(e)}); try a smaller --batch_size or --block_size")
 
 # ------------
 # data: read the text, build the vocabulary, encode it, split it
@@ -645,16 +659,19 @@ def configure():
     """Check the settings, and resolve the speed switches for this device: off where
     unsupported, so CPU and MPS runs stay plain float32 and exact."""
     global use_tf32, use_bf16, use_compile, use_fused_adamw, use_pinned, use_cuda_graph, fast_attention
-    if n_embd % n_head:
-        fail(f"n_embd={n_embd} must be a multiple of n_head={n_head}")
     for key in ('batch_size', 'block_size', 'n_embd', 'n_head', 'n_layer', 'eval_interval', 'eval_iters'):
         if globals()[key] < 1:
             fail(f"--{key} must be at least 1, got {globals()[key]}")
+    if n_embd % n_head:
+        fail(f"n_embd={n_embd} must be a multiple of n_head={n_head}")
     for key in ('max_iters', 'max_new_tokens', 'warmup_iters', 'progress_seconds'):
         if globals()[key] < 0:
             fail(f"--{key} must be at least 0, got {globals()[key]}")
     if learning_rate <= 0 or min_lr < 0:
         fail(f"--learning_rate must be > 0 and --min_lr >= 0, got {learning_rate} and {min_lr}")
+    if lr_decay and min_lr > learning_rate:
+        fail(f"--min_lr={min_lr} is above --learning_rate={learning_rate}: lr_decay decays from "
+             "learning_rate down to min_lr, so lower --min_lr too")
     if not 0 <= dropout < 1:
         fail(f"--dropout must be in [0, 1), got {dropout}")
     if compile_mode not in COMPILE_MODES:
@@ -887,8 +904,8 @@ if __name__ == '__main__':
         exit_on_broken_pipe()
     except OSError as e: # e.g. the disk filled up while the log was written
         fail(f"{e.strerror}: {e.filename}" if e.filename else str(e))
-    except RuntimeError as e: # torch.OutOfMemoryError on CUDA; MPS says it in a RuntimeError
-        if 'out of memory' not in str(e):
+    except RuntimeError as e:
+        if memory_error(e) is None:
             raise
-        fail(f"{device} ran out of memory ({str(e).splitlines()[0][:80]}); try a smaller "
+        fail(f"{device} ran out of memory ({memory_error(e)}); try a smaller "
              f"--batch_size (now {batch_size}) or --block_size (now {block_size})")

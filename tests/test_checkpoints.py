@@ -187,6 +187,24 @@ def test_out_of_memory_is_a_one_line_error_that_says_what_to_shrink(monkeypatch)
                    '--batch_size (now 8)', '--block_size (now 16)')
 
 
+CPU_ALLOCATOR = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                 "you tried to allocate 40000000000 bytes. Error code 12 (Cannot allocate memory)")
+
+
+@pytest.mark.parametrize('script, words', [
+    ('gpt.py', 'error: cpu ran out of memory (40.0 GB asked for); try a smaller --batch_size (now 8) '
+               'or --block_size (now 100000)'),
+    ('scripts/bench.py', 'error: out of memory (40.0 GB asked for); try a smaller --batch_size or '
+                         '--block_size'), # and every other script that runs through gpt.run_main
+])
+def test_a_block_size_too_large_for_the_cpus_memory_is_a_one_line_error(script, words, monkeypatch):
+    def tril(*args, **kwargs): # what the CPU says when the (block_size, block_size) mask does not fit
+        raise RuntimeError(CPU_ALLOCATOR)
+    monkeypatch.setattr(torch, 'tril', tril)
+    r = run_here(script, *TINY, '--block_size=100000', '--out_dir=')
+    one_line_error(r, words)
+
+
 def test_an_out_dir_that_is_a_file_is_a_one_line_error(tmp_path):
     (tmp_path / 'out').write_text('not a folder')
     r = run_here('gpt.py', *TINY, '--max_iters=10', f'--out_dir={tmp_path / "out"}')

@@ -107,9 +107,15 @@ def test_out_of_range_values_are_one_line_errors(script, arg, words, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_gpt_n_embd_must_split_into_heads(tmp_path):
-    r = run_here('gpt.py', '--n_embd=64', '--n_head=6', cwd=tmp_path)
-    assert r.returncode == 1 and 'n_embd=64 must be a multiple of n_head=6' in r.stderr
+@pytest.mark.parametrize('args, words', [
+    (['--n_embd=64', '--n_head=6'], 'n_embd=64 must be a multiple of n_head=6'),
+    (['--n_head=0'], '--n_head must be at least 1, got 0'), # not a ZeroDivisionError
+    (['--lr_decay=True', '--min_lr=1e-3'], '--min_lr=0.001 is above --learning_rate=0.0003'),
+    (['--preset=cpu', '--learning_rate=3e-4'], '--min_lr=0.0004 is above --learning_rate=0.0003'),
+])
+def test_gpt_settings_that_cannot_go_together_are_one_line_errors(args, words, tmp_path):
+    r = run_here('gpt.py', *args, cwd=tmp_path)
+    assert r.returncode == 1 and words in r.stderr and r.stderr.count('\n') == 1, r.stderr
 
 
 def test_gpt_bool_option_wants_a_bool(tmp_path):

@@ -9,6 +9,7 @@ Importing this file does nothing.
 """
 import ast
 import hashlib
+import math
 import os
 import re
 import sys
@@ -249,6 +250,9 @@ def main():
         if step % eval_interval == 0 or step == max_iters:
             losses = estimate_loss(model, {'train': train_data, 'val': val_data})
             print(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+            if not all(map(math.isfinite, losses.values())):
+                fail(f"training diverged at step {step} (the loss is not a number): try a lower "
+                     f"--learning_rate (now {learning_rate})")
         if step == max_iters:
             break
 

@@ -842,6 +842,10 @@ def main():
                                                  eval_seconds, evaluated=True)
             print(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
                   + progress, flush=True)
+            if not all(map(math.isfinite, losses.values())): # stop before a checkpoint of it is saved
+                fail(f"training diverged at step {step} (the loss is not a number): try a lower "
+                     f"--learning_rate (now {learning_rate})"
+                     + (f"; {out_dir} keeps the checkpoints from before" if out_dir and step else ''))
             if out_dir:
                 with open(log_path, 'a') as f:
                     f.write(f"{step},{losses['train']:.6f},{losses['val']:.6f},{now - t0:.3f}\n")

@@ -20,8 +20,8 @@ import gpt  # noqa: E402
 def positive(kind):
     def parse(text):
         value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        if not 0 < value < float('inf'):
+            raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
         return value
     parse.__name__ = kind.__name__
     return parse

@@ -290,6 +290,7 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     r = sample(ckpt, f'--prompt=@{tmp_path / "windows.txt"}', '--max_new_tokens=3')
     assert r.returncode == 0 and r.stdout.startswith('ROMEO:\nJULIET:\n'), r.stderr
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
+    one_line_error(sample(ckpt, '--temperature=nan'), '--temperature: must be a number > 0, got nan')
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')
     torch.save({'model': {'x': torch.zeros(1)}, 'config': {k: 8 for k in gpt.SHAPE_KEYS},
@@ -338,6 +339,19 @@ def test_plot_losses_without_matplotlib_says_how_to_get_it(uninterrupted):
             f"import plot_losses; plot_losses.main([{str(out / 'log.csv')!r}])")
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
     assert r.returncode == 1 and 'pip install matplotlib' in r.stderr and 'Traceback' not in r.stderr
+
+
+def test_a_run_that_diverges_stops_before_it_saves_a_broken_model(tmp_path):
+    r = run_here('gpt.py', *TINY, '--max_iters=300', '--learning_rate=1e30', f'--out_dir={tmp_path}')
+    one_line_error(r, 'training diverged at step ', 'try a lower --learning_rate (now 1e+30)',
+                   f'{tmp_path} keeps the checkpoints from before')
+    step = int(re.search(r'diverged at step (\d+)', r.stderr).group(1))
+    assert f'step {step}: train loss nan' in r.stdout
+    saved = torch.load(tmp_path / 'ckpt.pt', weights_only=True)
+    assert saved['step'] == step - 50 and all(v.isfinite().all() for v in saved['model'].values())
+    assert (tmp_path / 'log.csv').read_text().splitlines()[-1].startswith(f'{step - 50},')
+    r = run_here('bigram.py', '--learning_rate=1e9', '--max_iters=100', '--eval_interval=50', '--eval_iters=1')
+    one_line_error(r, 'training diverged at step ', 'try a lower --learning_rate (now 1000000000.0)')
 
 
 def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):

@@ -3,6 +3,7 @@ Plot the train and val loss curves from the log.csv that gpt.py writes into out_
 
     python scripts/plot_losses.py                        # out/log.csv -> out/loss.png
     python scripts/plot_losses.py runs/a/log.csv --out=a.png
+    python scripts/plot_losses.py runs/a                 # a run's folder: its log.csv
 
 Needs matplotlib, an optional extra: pip install matplotlib
 """
@@ -30,11 +31,13 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
     p.add_argument('log', nargs='?', type=os.path.expanduser, default=os.path.join('out', 'log.csv'),
-                   help="a log.csv of gpt.py (default: %(default)s)")
+                   help="a log.csv of gpt.py, or the out_dir it is in (default: %(default)s)")
     p.add_argument('--out', type=os.path.expanduser, default=None,
                    help='the PNG to write (default: loss.png beside the log)')
     p.add_argument('--title', default=None, help="the plot's title (default: the log's path)")
     args = p.parse_args(argv)
+    if os.path.isdir(args.log): # a run's folder, as sample.py --ckpt takes one
+        args.log = os.path.join(args.log, 'log.csv')
     rows = read_log(args.log)
     if not rows:
         sys.exit(f"error: {args.log} has no evaluations yet")

@@ -307,6 +307,9 @@ def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / 'l.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert os.listdir(tmp_path) == ['l.png'] # written to a temporary file, then renamed
+    r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out), f'--out={tmp_path / "m.png"}')
+    assert r.returncode == 0 and r.stdout == f'wrote {tmp_path / "m.png"}\n', r.stderr # a run's folder
+    assert (tmp_path / 'm.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     missing = tmp_path / 'no such folder' / 'l.png'
     r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={missing}')
     assert r.returncode == 1 and r.stderr == f'error: cannot write {missing}: No such file or directory\n'

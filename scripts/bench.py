@@ -61,10 +61,11 @@ def main(argv):
     for key, value in settings.items():
         setattr(gpt, key, value)
     n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
-    counts = [n_warmup, settings['evals'], settings['saves'], settings['profile']]
-    if n_steps < 1 or min(counts) < 0 or peak <= 0:
-        gpt.fail("--steps must be at least 1, --warmup, --evals, --saves and --profile at least 0, "
-                 "--peak_tflops above 0")
+    for key, least in [('steps', 1), ('warmup', 0), ('evals', 0), ('saves', 0), ('profile', 0)]:
+        if settings[key] < least:
+            gpt.fail(f"--{key} must be at least {least}, got {settings[key]}")
+    if not peak > 0:
+        gpt.fail(f"--peak_tflops must be above 0, got {peak}")
     gpt.configure()
     switches = ['use_tf32', 'use_bf16', 'use_compile', 'compile_mode', 'use_fused_adamw',
                 'use_pinned', 'use_cuda_graph', 'fast_attention']

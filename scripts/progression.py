@@ -179,7 +179,8 @@ def main(argv):
     p.add_argument('--stages', type=parse_stages, default=parse_stages('1-6'),
                    help="e.g. 1-6, 7 or 2,5 (default: 1-6, the lecture's small config; 7 is the full gpt.py)")
     p.add_argument('--device', default=gpt.device, help='default: %(default)s')
-    p.add_argument('--json', default=None, help='also write the results to this JSON file')
+    p.add_argument('--json', type=os.path.expanduser, default=None,
+                   help='also write the results to this JSON file')
     p.add_argument('--jobs', type=int, default=None,
                    help='stages trained side by side, one thread each (default: the CPU count on a CPU, '
                         'else 1)')
@@ -192,6 +193,8 @@ def main(argv):
     for key in ('max_iters', 'eval_iters', 'jobs'):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             p.error(f"--{key} must be at least 1, got {getattr(args, key)}")
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))): # now, not after hours
+        p.error(f"--json {args.json}: no such folder")
     on_cpu = gpt.check_device(args.device) == 'cpu'
     gpt.read_text() # download before any worker starts, if needed
     jobs = max(1, min(args.jobs or (os.cpu_count() if on_cpu else 1), len(args.stages)))

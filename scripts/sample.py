@@ -49,6 +49,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.max_new_tokens < 0:
         p.error(f"--max_new_tokens must be >= 0, got {args.max_new_tokens}")
+    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))): # before sampling
+        p.error(f"--out {args.out}: no such folder")
     if os.path.isdir(args.ckpt): # --ckpt=out: the run's best model
         args.ckpt = os.path.join(args.ckpt, 'best.pt')
     return args

@@ -290,6 +290,8 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     r = sample(ckpt, f'--prompt=@{tmp_path / "windows.txt"}', '--max_new_tokens=3')
     assert r.returncode == 0 and r.stdout.startswith('ROMEO:\nJULIET:\n'), r.stderr
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
+    nowhere = tmp_path / 'no' / 's.txt' # said before sampling, not after
+    one_line_error(sample(ckpt, f'--out={nowhere}'), f'--out {nowhere}: no such folder')
     one_line_error(sample(ckpt, '--temperature=nan'), '--temperature: must be a number > 0, got nan')
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')

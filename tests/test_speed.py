@@ -3,6 +3,7 @@ import gc
 import os
 import re
 
+import pytest
 import torch
 
 import gpt
@@ -61,6 +62,15 @@ def test_bench_runs_on_cpu():
 def test_bench_rejects_unknown_options():
     r = run_here(os.path.join('scripts', 'bench.py'), '--stepz=3')
     assert r.returncode == 2 and '--steps' in r.stderr and '--n_layer' in r.stderr
+
+
+@pytest.mark.parametrize('arg, words', [('--steps=0', '--steps must be at least 1, got 0'),
+                                        ('--warmup=-1', '--warmup must be at least 0, got -1'),
+                                        ('--profile=-2', '--profile must be at least 0, got -2'),
+                                        ('--peak_tflops=0', '--peak_tflops must be above 0, got 0.0')])
+def test_bench_names_the_value_out_of_range(arg, words):
+    r = run_here(os.path.join('scripts', 'bench.py'), '--device=cpu', arg)
+    assert r.returncode == 1 and r.stderr == f'error: {words}\n', r.stderr
 
 
 def test_a_checkpoint_of_a_cuda_graph_run_resumes_with_this_runs_adamw(tiny):

@@ -2,6 +2,7 @@ import contextlib
 import io
 import os
 import runpy
+import signal
 import subprocess
 import sys
 
@@ -18,11 +19,12 @@ import gpt  # noqa: E402
 def run_here(script, *args, cwd=None, stdout=None):
     """Run a script as `python script args` would, but inside this process: no new interpreter
     and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
-    exits before it trains. What the run changes in gpt's settings and torch's random numbers
-    is put back afterwards. stdout: a file to print into instead of a string."""
+    exits, and for short training runs. What the run changes in gpt's settings and torch's random numbers
+    is put back afterwards, and so is the Ctrl-C handler of a run that stopped while training.
+    stdout: a file to print into instead of a string."""
     path = os.path.join(ROOT, script)
     settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()
-    rng = torch.get_rng_state()
+    rng, on_ctrl_c = torch.get_rng_state(), signal.getsignal(signal.SIGINT)
     out, err, code = stdout or io.StringIO(), io.StringIO(), 0
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path)) # as python does: the script's folder comes first
@@ -40,6 +42,7 @@ def run_here(script, *args, cwd=None, stdout=None):
         os.chdir(here)
         vars(gpt).update(settings)
         torch.set_rng_state(rng)
+        signal.signal(signal.SIGINT, on_ctrl_c)
     printed = None if stdout else out.getvalue()
     return subprocess.CompletedProcess([path, *args], code, printed, err.getvalue())
 

@@ -626,8 +626,11 @@ class StopRequest:
         self.requested = True
         # straight to the file descriptor: a print here could land inside a print of the loop's,
         # which Python's buffered stdout refuses ("reentrant call")
-        os.write(sys.stderr.fileno(), b"\nCtrl-C: saving a checkpoint after this step "
-                                      b"(Ctrl-C again quits without saving)\n")
+        message = "\nCtrl-C: saving a checkpoint after this step (Ctrl-C again quits without saving)\n"
+        try:
+            os.write(sys.stderr.fileno(), message.encode())
+        except (AttributeError, OSError): # a stderr without a file descriptor: a notebook's, a test's
+            sys.stderr.write(message)
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
@@ -864,6 +867,10 @@ def main():
         if stop.requested:
             if not out_dir:
                 print(f"stopped at step {step}; nothing saved (out_dir is empty)")
+                sys.exit(130)
+            if not all(p.isfinite().all() for p in model.parameters()): # diverged since the last evaluation
+                print(f"stopped at step {step}; nothing saved: the weights are no longer numbers "
+                      f"(training diverged), and {ckpt_path} keeps step {step_last}")
                 sys.exit(130)
             checkpoint_now(ckpt_path, step)
             again = ' '.join([sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')])

@@ -81,6 +81,8 @@ def load_model(path, device):
         model.load_state_dict(checkpoint['model'])
     except RuntimeError as e:
         gpt.fail(f"{path} does not fit GPTLanguageModel: {str(e).splitlines()[0]}")
+    if not all(p.isfinite().all() for p in model.parameters()):
+        gpt.fail(f"the model in {path} has weights that are not numbers: its training diverged")
     return model.to(device).eval(), checkpoint
 
 

@@ -359,6 +359,30 @@ def test_a_run_that_diverges_stops_before_it_saves_a_broken_model(tmp_path):
     one_line_error(r, 'training diverged at step ', 'try a lower --learning_rate (now 1000000000.0)')
 
 
+def test_ctrl_c_after_the_weights_diverged_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    adamw_step, calls = torch.optim.AdamW.step, []
+    def diverge_then_ctrl_c(self, *args, **kwargs):
+        adamw_step(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 60: # 10 steps after the evaluation at step 50
+            with torch.no_grad():
+                for p in self.param_groups[0]['params']:
+                    p.fill_(float('nan'))
+            signal.raise_signal(signal.SIGINT)
+    monkeypatch.setattr(torch.optim.AdamW, 'step', diverge_then_ctrl_c)
+    r = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}')
+    assert r.returncode == 130, r.stderr
+    assert (f'stopped at step 60; nothing saved: the weights are no longer numbers (training diverged), '
+            f'and {tmp_path / "ckpt.pt"} keeps step 50') in r.stdout
+    saved = torch.load(tmp_path / 'ckpt.pt', weights_only=True)
+    assert saved['step'] == 50 and all(v.isfinite().all() for v in saved['model'].values())
+    assert 'Ctrl-C: saving a checkpoint after this step' in r.stderr # stderr here has no file descriptor
+    # a model of NaNs all the same (saved by other means): sample.py says what it is
+    torch.save({**saved, 'model': {k: torch.full_like(v, float('nan')) for k, v in saved['model'].items()}},
+               tmp_path / 'nan.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "nan.pt"}'), 'has weights that are not numbers')
+
+
 def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):
     _, out = uninterrupted
     before = (out / 'ckpt.pt').read_bytes()

@@ -250,8 +250,9 @@ def main():
         if step % eval_interval == 0 or step == max_iters:
             losses = estimate_loss(model, {'train': train_data, 'val': val_data})
             print(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
-            if not all(map(math.isfinite, losses.values())):
-                fail(f"training diverged at step {step} (the loss is not a number): try a lower "
+            diverged = [v for v in losses.values() if not math.isfinite(v)]
+            if diverged:
+                fail(f"training diverged at step {step} (a loss of {diverged[0]}): try a lower "
                      f"--learning_rate (now {learning_rate})")
         if step == max_iters:
             break

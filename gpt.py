@@ -845,8 +845,9 @@ def main():
                                                  eval_seconds, evaluated=True)
             print(f"step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
                   + progress, flush=True)
-            if not all(map(math.isfinite, losses.values())): # stop before a checkpoint of it is saved
-                fail(f"training diverged at step {step} (the loss is not a number): try a lower "
+            diverged = [v for v in losses.values() if not math.isfinite(v)]
+            if diverged: # stop before a checkpoint of it is saved
+                fail(f"training diverged at step {step} (a loss of {diverged[0]}): try a lower "
                      f"--learning_rate (now {learning_rate})"
                      + (f"; {out_dir} keeps the checkpoints from before" if out_dir and step else ''))
             if out_dir:

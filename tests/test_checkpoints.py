@@ -348,7 +348,7 @@ def test_plot_losses_without_matplotlib_says_how_to_get_it(uninterrupted):
 
 def test_a_run_that_diverges_stops_before_it_saves_a_broken_model(tmp_path):
     r = run_here('gpt.py', *TINY, '--max_iters=300', '--learning_rate=1e30', f'--out_dir={tmp_path}')
-    one_line_error(r, 'training diverged at step ', 'try a lower --learning_rate (now 1e+30)',
+    one_line_error(r, 'training diverged at step ', '(a loss of nan): try a lower --learning_rate (now 1e+30)',
                    f'{tmp_path} keeps the checkpoints from before')
     step = int(re.search(r'diverged at step (\d+)', r.stderr).group(1))
     assert f'step {step}: train loss nan' in r.stdout

@@ -19,8 +19,8 @@ import gpt  # noqa: E402
 def run_here(script, *args, cwd=None, stdout=None):
     """Run a script as `python script args` would, but inside this process: no new interpreter
     and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
-    exits, and for short training runs. What the run changes in gpt's settings and torch's random numbers
-    is put back afterwards, and so is the Ctrl-C handler of a run that stopped while training.
+    exits, and for short training runs. What the run changes in gpt's settings, torch's random
+    numbers and the Ctrl-C handler (of a run that stopped inside its loop) is put back afterwards.
     stdout: a file to print into instead of a string."""
     path = os.path.join(ROOT, script)
     settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()

@@ -168,9 +168,10 @@ def run_main(main, *args):
     except BrokenPipeError:
         exit_on_broken_pipe()
     except RuntimeError as e:
-        if memory_error(e) is None:
+        what = memory_error(e)
+        if what is None:
             raise
-        fail(f"out of memory ({memory_error(e)}); try a smaller --batch_size or --block_size")
+        fail(f"out of memory ({what}); try a smaller --batch_size or --block_size")
 
 # ------------
 # data: read the text, build the vocabulary, encode it, split it
@@ -917,7 +918,8 @@ if __name__ == '__main__':
     except OSError as e: # e.g. the disk filled up while the log was written
         fail(f"{e.strerror}: {e.filename}" if e.filename else str(e))
     except RuntimeError as e:
-        if memory_error(e) is None:
+        what = memory_error(e)
+        if what is None:
             raise
-        fail(f"{device} ran out of memory ({memory_error(e)}); try a smaller "
+        fail(f"{device} ran out of memory ({what}); try a smaller "
              f"--batch_size (now {batch_size}) or --block_size (now {block_size})")

@@ -188,15 +188,20 @@ def read_text(path=INPUT_PATH, url=DATA_URL):
         with open(path, 'rb') as f:
             raw = f.read()
         text = raw.decode('utf-8')
-    except OSError as e:
-        fail(f"cannot read {path}: {e.strerror}.{hint}")
-    except UnicodeDecodeError as e:
-        fail(f"cannot read {path}: it is not UTF-8 text "
-             f"(byte {e.object[e.start]:#04x} at offset {e.start:,}).{hint}")
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"cannot read {path}: {why_unreadable(e)}.{hint}")
     if url is not None and hashlib.sha256(raw).hexdigest() != DATA_SHA256:
         print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is "
               "(delete it to download Tiny Shakespeare again)")
     return text
+
+
+def why_unreadable(e):
+    """In words, why a file could not be read as text: the system's reason ('Is a directory'),
+    or the first byte that is not UTF-8 and where it is."""
+    if isinstance(e, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start:,})"
+    return e.strerror
 
 
 def download(url, path):

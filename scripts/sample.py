@@ -63,11 +63,8 @@ def read_prompt(prompt):
     try:
         with open(path, encoding='utf-8') as f:
             return f.read()
-    except OSError as e:
-        gpt.fail(f"cannot read the prompt file {path}: {e.strerror}")
-    except UnicodeDecodeError as e:
-        gpt.fail(f"cannot read the prompt file {path}: it is not UTF-8 text (byte {e.object[e.start]:#04x} "
-                 f"at offset {e.start:,})")
+    except (OSError, UnicodeDecodeError) as e:
+        gpt.fail(f"cannot read the prompt file {path}: {gpt.why_unreadable(e)}")
 
 
 def load_model(path, device):

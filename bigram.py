@@ -33,6 +33,11 @@ input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny 
 # ------------
 config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (bool, int, float, str))]
+# what each setting above takes, so that an edit up there of another kind (max_iters = 3e3) is a
+# one-line error at the start, as it is on the command line
+KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
+             device=str, eval_iters=int, seed=int, input_file=str)
+KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number', str: 'a string'}
 
 DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
 DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
@@ -40,8 +45,14 @@ INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt
 
 
 def apply_overrides(argv, namespace):
-    """Set top-level hyperparameters from --key=value arguments, keeping each default's type."""
+    """Set top-level hyperparameters from --key=value arguments, each of the kind in KINDS."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in config_keys)
+    for key in config_keys: # the values at the top of this file, which a learner may have edited
+        value = as_kind(namespace[key], KINDS[key])
+        if value is None:
+            fail(f"{key} = {namespace[key]!r} at the top of bigram.py must be {KIND_NAMES[KINDS[key]]}",
+                 code=2)
+        namespace[key] = value
     for arg in argv:
         if arg in ('-h', '--help'): # each setting with its default and the comment beside it above
             with open(__file__, encoding='utf-8') as f: # a comment may also go on the line below
@@ -61,11 +72,18 @@ def apply_overrides(argv, namespace):
             value = raw # a bare string, e.g. --device=cpu
         if isinstance(value, str):
             value = os.path.expanduser(value) # --input_file=~/my.txt: the shell leaves a ~ after = alone
-        if isinstance(namespace[key], float) and type(value) is int:
-            value = float(value)
-        if type(value) is not type(namespace[key]):
-            fail(f"--{key} expects {type(namespace[key]).__name__}, got {raw!r}; {valid}", code=2)
+        value = as_kind(value, KINDS[key])
+        if value is None:
+            fail(f"--{key} expects {KIND_NAMES[KINDS[key]]}, got {raw!r}; {valid}", code=2)
         namespace[key] = value
+
+
+def as_kind(value, kind):
+    """value as the kind of setting kind names (an int may stand for a float), else None.
+    True is not an int here, nor 5.0."""
+    if kind is float and type(value) is int:
+        return float(value)
+    return value if type(value) is kind else None
 
 
 def fail(message, code=1):

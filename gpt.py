@@ -65,6 +65,14 @@ fast_attention = None # EX1: all heads in one batched matmul + F.scaled_dot_prod
 # ------------
 config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))]
+# what each setting above takes, so that an edit up there of another kind (max_iters = 5e3,
+# resume = 'False') is a one-line error at the start, as it is on the command line
+KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
+             device=str, eval_iters=int, n_embd=int, n_head=int, n_layer=int, dropout=float, seed=int,
+             input_file=str, max_new_tokens=int, progress_seconds=float, preset=str, out_dir=str,
+             resume=bool, lr_decay=bool, warmup_iters=int, min_lr=float, use_tf32=bool, use_bf16=bool,
+             use_compile=bool, compile_mode=str, use_fused_adamw=bool, use_pinned=bool,
+             use_cuda_graph=bool, fast_attention=(bool, type(None)))
 
 # --preset=cpu: a 2-minute run on a 2-core CPU, chosen with scripts/cpu_sweep.py (README: No GPU?);
 # on the CPU even where a GPU is, so that it prints the README's numbers (--device=mps to try a Mac's)
@@ -80,10 +88,18 @@ INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt
 
 
 def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None):
-    """Set namespace[key] from --key=value arguments for the given keys, keeping each type;
-    a --preset=name applies presets[name] first, and the other arguments win over it. --help
-    prints doc and each key with its default and its note (default: its comment up here)."""
+    """Set namespace[key] from --key=value arguments for the given keys, each of the kind in
+    KINDS (other keys: their default's kind); a --preset=name applies presets[name] first, and the
+    other arguments win over it. --help prints doc and each key with its default and its note
+    (default: its comment up here)."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
+    kinds = {k: KINDS.get(k, type(namespace[k])) for k in keys}
+    for key in keys: # the values at the top of this file, which a learner may have edited
+        value = as_kind(namespace[key], kinds[key])
+        if value is WRONG_KIND:
+            fail(f"{key} = {namespace[key]!r} at the top of gpt.py must be {KIND_NAMES[kinds[key]]}",
+                 code=2)
+        namespace[key] = value
     for arg in argv:
         if arg in ('-h', '--help'):
             notes = notes or setting_notes(__file__)
@@ -102,22 +118,28 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
             value = raw # a bare string, e.g. --device=cpu
         if isinstance(value, str):
             value = os.path.expanduser(value) # --out_dir=~/runs: the shell leaves a ~ after = alone
-        default = namespace[key]
-        if isinstance(default, float) and type(value) is int:
-            value = float(value)
-        if default is None:
-            ok = isinstance(value, bool) or value is None
-        else:
-            ok = type(value) is type(default)
-        if not ok:
-            want = 'True, False or None' if default is None else type(default).__name__
-            fail(f"--{key} expects {want}, got {raw!r}; {valid}", code=2)
+        value = as_kind(value, kinds[key])
+        if value is WRONG_KIND:
+            fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
         namespace[key] = value
     if presets and namespace.get('preset'):
         if namespace['preset'] not in presets:
             fail(f"unknown preset {namespace['preset']!r}; presets: {', '.join(presets)}", code=2)
         namespace.update(presets[namespace['preset']])
         apply_overrides(argv, namespace, keys)
+
+
+WRONG_KIND = object()
+KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number',
+              bool: 'True or False', str: 'a string', (bool, type(None)): 'True, False or None'}
+
+
+def as_kind(value, kind):
+    """value as the kind of setting kind names (an int may stand for a float), else WRONG_KIND.
+    True is not an int here, nor 5.0."""
+    if kind is float and type(value) is int:
+        return float(value)
+    return value if type(value) in (kind if isinstance(kind, tuple) else (kind,)) else WRONG_KIND
 
 
 def setting_notes(path):

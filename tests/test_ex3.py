@@ -52,7 +52,7 @@ def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
     (['--corpus=small.txt'], 'small.txt holds only 5 characters', 1),
     (['--corpus=small.txt', '--finetune_iters=0'], 'must be at least 1, got 2200 and 0', 2),
     (['--corpus=small.txt', '--preset=', '--finetune_iters=0'], 'got 5000 and 0', 2), # the lecture's config
-    (['--corpus=small.txt', '--max_iters=x'], '--max_iters expects int', 2),
+    (['--corpus=small.txt', '--max_iters=x'], '--max_iters expects an int', 2),
     (['--corpus=small.txt', '--input_file=small.txt'], 'give your larger text as --corpus', 2),
     (['--corpus=small.txt', '--finetune_lr=0'], '--finetune_lr must be > 0', 2),
     (['--pretrain_iters=5'], 'the following arguments are required: --corpus', 2),

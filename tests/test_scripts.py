@@ -1,7 +1,9 @@
-"""bigram.py and gpt.py run end to end in a subprocess, as a learner runs them."""
+"""The scripts run as a learner runs them: in this process (run_here) or, where only a process of
+its own shows it (the end-to-end run, Ctrl-C, child processes), in a new one."""
 import json
 import os
 import re
+import runpy
 import shlex
 import signal
 import subprocess
@@ -76,9 +78,10 @@ def test_time_left_counts_the_steps_and_the_evaluations_still_to_come(tiny, monk
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
 @pytest.mark.parametrize('arg, words', [
     ('--max_itters=10', ['unknown option', '--max_iters']),
-    ('--max_iters=1.5', ['--max_iters expects int', "'1.5'"]),
-    ('--max_iters=ten', ['--max_iters expects int']),
-    ('--learning_rate=fast', ['--learning_rate expects float']),
+    ('--max_iters=1.5', ['--max_iters expects an int (a whole number', "'1.5'"]),
+    ('--max_iters=1e3', ['--max_iters expects an int']),
+    ('--max_iters=True', ['--max_iters expects an int']), # a bool is an int to Python, not here
+    ('--learning_rate=fast', ['--learning_rate expects a number']),
     ('--max_iters', ['unknown option', 'use --key=value']),
     ('input.txt', ['unknown option']),
 ])
@@ -120,7 +123,50 @@ def test_gpt_settings_that_cannot_go_together_are_one_line_errors(args, words, t
 
 def test_gpt_bool_option_wants_a_bool(tmp_path):
     r = run_here('gpt.py', '--resume=1', cwd=tmp_path)
-    assert r.returncode == 2 and '--resume expects bool' in r.stderr
+    assert r.returncode == 2 and '--resume expects True or False' in r.stderr
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_every_setting_has_a_kind_and_its_default_is_of_it(script):
+    namespace = runpy.run_path(os.path.join(ROOT, script)) # imported: nothing runs
+    kinds = namespace['KINDS']
+    assert list(kinds) == namespace['config_keys'] # the same settings, in the same order
+    for key, kind in kinds.items():
+        assert namespace['as_kind'](namespace[key], kind) is namespace[key], key
+
+
+@pytest.mark.parametrize('script, line, edited, words', [
+    ('gpt.py', 'max_iters = 5000 ', 'max_iters = 5e3 ', 'max_iters = 5000.0 at the top of gpt.py must be an int'),
+    ('gpt.py', 'resume = False ', "resume = 'False' ", "resume = 'False' at the top of gpt.py must be True or False"),
+    ('gpt.py', 'learning_rate = 3e-4 ', "learning_rate = '3e-4' ", "learning_rate = '3e-4' at the top of gpt.py must be a number"),
+    ('gpt.py', 'fast_attention = None ', 'fast_attention = 0 ', 'fast_attention = 0 at the top of gpt.py must be True, False or None'),
+    ('bigram.py', 'batch_size = 32 ', 'batch_size = 32.0 ', 'batch_size = 32.0 at the top of bigram.py must be an int'),
+])
+def test_a_setting_edited_to_the_wrong_kind_is_a_one_line_error(script, line, edited, words, tmp_path):
+    """A learner edits the settings at the top of the file: max_iters = 5e3 would end in a
+    TypeError deep in the loop, resume = 'False' would resume."""
+    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
+        source = f.read()
+    assert source.count(line) == 1
+    (tmp_path / script).write_text(source.replace(line, edited))
+    r = run_here(str(tmp_path / script), '--device=cpu', cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith('error: ') and words in r.stderr, r.stderr
+    assert r.stderr.count('\n') == 1 and r.stdout == ''
+    assert os.listdir(tmp_path) == [script]
+
+
+@pytest.mark.parametrize('script, line, edited', [
+    ('gpt.py', 'dropout = 0.2 ', 'dropout = 0 '), ('bigram.py', 'learning_rate = 1e-2 ', 'learning_rate = 1 ')])
+def test_a_float_setting_edited_to_an_int_still_takes_a_float_on_the_command_line(script, line, edited,
+                                                                                  tmp_path):
+    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
+        source = f.read()
+    (tmp_path / script).write_text(source.replace(line, edited))
+    key = line.split()[0]
+    r = run_here(str(tmp_path / script), f'--{key}=0.125', '--bogus=1', cwd=tmp_path)
+    assert r.returncode == 2 and 'unknown option' in r.stderr, r.stderr # the float was taken
+    r = run_here(str(tmp_path / script), '--help', cwd=tmp_path)
+    assert f'--{key}={float(edited.split()[2])!r} ' in r.stdout # the file's int, read as a float
 
 
 @pytest.mark.parametrize('script, first', [('gpt.py', 'The GPT of'), ('bigram.py', 'The bigram'),

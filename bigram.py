@@ -235,6 +235,8 @@ def main():
         fail(f"--max_iters must be at least 0, got {max_iters}")
     if learning_rate <= 0:
         fail(f"--learning_rate must be > 0, got {learning_rate}")
+    if not -2**63 <= seed < 2**64: # what torch.manual_seed takes
+        fail(f"--seed must be from -2**63 to 2**64 - 1, got {seed}")
     try:
         torch.zeros(1).to(device) # --device=cuda on a machine without one: one line, not a traceback
     except (RuntimeError, AssertionError) as e:

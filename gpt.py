@@ -684,6 +684,7 @@ def check_device(name):
 
 
 COMPILE_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
+SEEDS = range(-2**63, 2**64) # what torch.manual_seed takes
 
 
 def configure():
@@ -705,6 +706,8 @@ def configure():
              "learning_rate down to min_lr, so lower --min_lr too")
     if not 0 <= dropout < 1:
         fail(f"--dropout must be in [0, 1), got {dropout}")
+    if seed not in SEEDS:
+        fail(f"--seed must be from -2**63 to 2**64 - 1, got {seed}")
     if compile_mode not in COMPILE_MODES:
         fail(f"--compile_mode must be one of {', '.join(COMPILE_MODES)}, got {compile_mode!r}")
     device_type = check_device(device)

@@ -169,6 +169,8 @@ def parse_args(argv):
             p.error(f'--{key} must be above 0, got {getattr(args, key)}')
     if args.warmup < 0:
         p.error(f'--warmup must be at least 0, got {args.warmup}')
+    if not (args.seed in gpt.SEEDS and args.seed + 1 in gpt.SEEDS): # the held-out problems: seed + 1
+        p.error(f'--seed must be from -2**63 to 2**64 - 2, got {args.seed}')
     if not 0 < args.target <= 1:
         p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), '
                 f'got {args.target}')

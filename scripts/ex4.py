@@ -83,6 +83,9 @@ def main(argv):
     p.add_argument('--max_iters', type=int, default=None, help="steps per run (default: the preset's)")
     p.add_argument('--device', default='cpu', help='default: %(default)s')
     args = p.parse_args(argv)
+    for seed in args.seeds:
+        if seed not in gpt.SEEDS:
+            p.error(f"--seeds must be from -2**63 to 2**64 - 1, got {seed}")
     overrides = ['--preset=cpu', f'--device={args.device}', '--use_tf32=False', '--use_bf16=False',
                  '--use_compile=False', '--use_cuda_graph=False']
     if args.max_iters is not None:

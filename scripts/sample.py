@@ -49,6 +49,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.max_new_tokens < 0:
         p.error(f"--max_new_tokens must be >= 0, got {args.max_new_tokens}")
+    if args.seed not in gpt.SEEDS:
+        p.error(f"--seed must be from -2**63 to 2**64 - 1, got {args.seed}")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))): # before sampling
         p.error(f"--out {args.out}: no such folder")
     if os.path.isdir(args.ckpt): # --ckpt=out: the run's best model

@@ -2,6 +2,7 @@
 import os
 import sys
 
+import pytest
 import torch
 
 import gpt
@@ -61,3 +62,12 @@ def test_a_tiny_run_learns_two_digit_addition(capsys, monkeypatch):
                               '--n_layer', '1', '--n_embd', '64', '--batch_size', '64'])
     assert accuracy >= 0.95
     assert 'held-out exact match' in capsys.readouterr().out
+
+
+def test_a_seed_torch_cannot_take_is_one_line(capsys):
+    """The held-out problems are drawn with seed + 1, so the largest seed torch takes is one too many."""
+    with pytest.raises(SystemExit) as e:
+        addition.parse_args(['--seed', str(2**64 - 1)])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == f"error: --seed must be from -2**63 to 2**64 - 2, got {2**64 - 1} (see --help)\n"
+    assert addition.parse_args(['--seed', str(2**64 - 2)]).seed == 2**64 - 2

@@ -70,6 +70,12 @@ def test_the_script_compares_features_with_the_baseline():
     assert base and nope, r.stdout
 
 
+def test_a_seed_torch_cannot_take_is_one_line():
+    r = run_here(os.path.join('scripts', 'ex4.py'), '--seeds', '1', str(2**64))
+    assert r.returncode == 2 and r.stderr == (f"error: --seeds must be from -2**63 to 2**64 - 1, got {2**64} "
+                                              "(see --help)\n")
+
+
 def test_the_script_rejects_an_unknown_feature_in_one_line():
     r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'relu')
     assert r.returncode == 2 and r.stderr.startswith("error: argument --features: invalid choice: 'relu'")

@@ -101,6 +101,7 @@ def test_bad_options_are_one_line_errors(script, arg, words, tmp_path):
     ('--batch_size=0', ['--batch_size must be at least 1, got 0']),
     ('--max_iters=-5', ['--max_iters must be at least 0, got -5']),
     ('--learning_rate=-1e-3', ['--learning_rate must be > 0']),
+    ('--seed=18446744073709551616', ['--seed must be from -2**63 to 2**64 - 1, got 18446744073709551616']),
 ])
 def test_out_of_range_values_are_one_line_errors(script, arg, words, tmp_path):
     r = run_here(script, arg, '--device=cpu', cwd=tmp_path)

@@ -179,9 +179,10 @@ def memory_error(e):
     return f"{int(asked.group(1)) / 1e9:.1f} GB asked for" if asked else str(e).splitlines()[0][:80]
 
 
-def run_main(main, *args):
+def run_main(main, *args, shrink=None):
     """Run a script's main(*args): Ctrl-C exits with 130, a reader that stops reading (| head)
-    ends it with 1, and running out of memory is a one-line error, none with a traceback."""
+    ends it with 1, and running out of memory is a one-line error (that names the options to
+    shrink, if the script has any), none with a traceback."""
     try:
         main(*args)
         sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
@@ -193,7 +194,7 @@ def run_main(main, *args):
         what = memory_error(e)
         if what is None:
             raise
-        fail(f"out of memory ({what}); try a smaller --batch_size or --block_size")
+        fail(f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
 
 # ------------
 # data: read the text, build the vocabulary, encode it, split it
@@ -951,5 +952,5 @@ if __name__ == '__main__':
         what = memory_error(e)
         if what is None:
             raise
-        fail(f"{device} ran out of memory ({what}); try a smaller "
-             f"--batch_size (now {batch_size}) or --block_size (now {block_size})")
+        fail(f"{device} ran out of memory ({what}); try a smaller --batch_size (now {batch_size}) or "
+             f"--block_size (now {block_size}), or a smaller model (--n_layer={n_layer}, --n_embd={n_embd})")

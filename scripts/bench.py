@@ -133,4 +133,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:])
+    gpt.run_main(main, sys.argv[1:], shrink='--batch_size or --block_size, or a smaller model')

@@ -119,4 +119,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:])
+    gpt.run_main(main, sys.argv[1:], shrink='--num_samples')

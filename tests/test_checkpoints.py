@@ -184,7 +184,7 @@ def test_out_of_memory_is_a_one_line_error_that_says_what_to_shrink(monkeypatch)
     monkeypatch.setattr(torch.optim.AdamW, 'step', step)
     r = run_here('gpt.py', *TINY, '--out_dir=')
     one_line_error(r, 'cpu ran out of memory (CUDA out of memory. Tried to allocate 2.00 GiB.)',
-                   '--batch_size (now 8)', '--block_size (now 16)')
+                   '--batch_size (now 8)', '--block_size (now 16)', 'a smaller model (--n_layer=1, --n_embd=16)')
 
 
 CPU_ALLOCATOR = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
@@ -193,9 +193,9 @@ CPU_ALLOCATOR = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAlloca
 
 @pytest.mark.parametrize('script, words', [
     ('gpt.py', 'error: cpu ran out of memory (40.0 GB asked for); try a smaller --batch_size (now 8) '
-               'or --block_size (now 100000)'),
+               'or --block_size (now 100000), or a smaller model (--n_layer=1, --n_embd=16)\n'),
     ('scripts/bench.py', 'error: out of memory (40.0 GB asked for); try a smaller --batch_size or '
-                         '--block_size'), # and every other script that runs through gpt.run_main
+                         '--block_size, or a smaller model\n'), # as every other script through gpt.run_main
 ])
 def test_a_block_size_too_large_for_the_cpus_memory_is_a_one_line_error(script, words, monkeypatch):
     def tril(*args, **kwargs): # what the CPU says when the (block_size, block_size) mask does not fit
@@ -390,6 +390,15 @@ def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):
     r = run_here('gpt.py', *TINY, '--max_iters=10', f'--out_dir={out}')
     one_line_error(r, 'holds an earlier run', '--resume=True', 'another --out_dir')
     assert (out / 'ckpt.pt').read_bytes() == before
+
+
+def test_sampling_out_of_memory_names_the_option_that_sizes_the_batch(uninterrupted, monkeypatch):
+    _, out = uninterrupted
+    def multinomial(*args, **kwargs): # as the CPU says it (the samples are one batch)
+        raise RuntimeError(CPU_ALLOCATOR)
+    monkeypatch.setattr(torch, 'multinomial', multinomial)
+    one_line_error(sample(f'--ckpt={out / "best.pt"}', '--device=cpu'),
+                   'error: out of memory (40.0 GB asked for); try a smaller --num_samples\n')
 
 
 def test_sample_into_a_reader_that_stops_early_ends_without_a_traceback(uninterrupted):

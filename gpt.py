@@ -804,6 +804,9 @@ def main():
     elif out_dir and os.path.exists(ckpt_path): # a new run would overwrite a trained model
         fail(f"{ckpt_path} holds an earlier run: continue it with --resume=True, or start a new "
              f"one with another --out_dir (or delete {out_dir})")
+    elif out_dir and (os.path.exists(best_path) or os.path.exists(log_path)): # ckpt.pt was deleted
+        fail(f"{out_dir} holds the best.pt or log.csv of an earlier run, which a new run would "
+             f"overwrite: start it with another --out_dir (or delete {out_dir})")
 
     model = GPTLanguageModel(vocab_size)
     m = model.to(device)

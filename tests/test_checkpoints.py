@@ -1,6 +1,7 @@
 """Checkpoints: exact resume, Ctrl-C, atomic saves, clear errors; sampling from a checkpoint."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -390,6 +391,18 @@ def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):
     r = run_here('gpt.py', *TINY, '--max_iters=10', f'--out_dir={out}')
     one_line_error(r, 'holds an earlier run', '--resume=True', 'another --out_dir')
     assert (out / 'ckpt.pt').read_bytes() == before
+
+
+def test_a_new_run_never_overwrites_the_best_model_of_an_earlier_one(uninterrupted, tmp_path):
+    """ckpt.pt deleted to save room, best.pt kept: a new run's first evaluation would replace it."""
+    _, out = uninterrupted
+    kept = tmp_path / 'out'
+    kept.mkdir()
+    shutil.copy(out / 'best.pt', kept / 'best.pt')
+    before = (kept / 'best.pt').read_bytes()
+    r = run_here('gpt.py', *TINY, '--max_iters=10', f'--out_dir={kept}')
+    one_line_error(r, f'{kept} holds the best.pt or log.csv of an earlier run', 'another --out_dir')
+    assert (kept / 'best.pt').read_bytes() == before and os.listdir(kept) == ['best.pt']
 
 
 def test_sampling_out_of_memory_names_the_option_that_sizes_the_batch(uninterrupted, monkeypatch):

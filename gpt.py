@@ -836,11 +836,12 @@ def main():
         try:
             os.makedirs(out_dir, exist_ok=True)
             if resume and os.path.exists(log_path): # drop log rows past the checkpoint (and damaged ones)
-                with open(log_path, errors='replace') as f:
-                    steps = [(row, row.split(',')[0]) for row in f.read().splitlines()[1:]]
-                keep = [row for row, step in steps if step.isdigit() and int(step) <= start_step]
-            with open(log_path, 'w') as f:
-                f.write('\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n')
+                with open(log_path, errors='replace') as f: # after the last newline: '', or a row
+                    rows = f.read().split('\n')[1:-1]      # that a full disk or a crash cut short
+                steps = [row.split(',')[0] for row in rows]
+                keep = [row for row, step in zip(rows, steps) if step.isdigit() and int(step) <= start_step]
+            rows = '\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n'
+            save_atomically(log_path, lambda f: f.write(rows.encode())) # Ctrl-C here keeps the old log
         except OSError as e:
             problem = 'it is a file' if os.path.isfile(out_dir) else e.strerror
             fail(f"cannot write into --out_dir={out_dir}: {problem}")

@@ -16,7 +16,11 @@ import sys
 def read_log(path):
     try:
         with open(path, newline='') as f:
-            rows = list(csv.DictReader(f))
+            lines = f.read().split('\n')
+        if lines[-1] and len(lines) > 1: # no newline after the last row: a write cut short
+            print(f"note: the last row of {path} is incomplete (the run stopped while writing it); "
+                  "plotting the rows before it")
+        rows = list(csv.DictReader(lines[:-1]))
         return [(int(r['step']), float(r['train_loss']), float(r['val_loss'])) for r in rows]
     except FileNotFoundError:
         sys.exit(f"error: no log at {path} (gpt.py writes one into its --out_dir, out/ by default, "

@@ -1,6 +1,7 @@
 """Checkpoints: exact resume, Ctrl-C, atomic saves, clear errors; sampling from a checkpoint."""
 import os
 import re
+import runpy
 import shutil
 import signal
 import subprocess
@@ -66,8 +67,8 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
 def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):
     full, _ = uninterrupted
     a = run_here('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
-    with open(tmp_path / 'log.csv', 'ab') as f: # damaged rows are dropped, not a ValueError
-        f.write(b'garbage\n\xff\xfe,1\n\n')
+    with open(tmp_path / 'log.csv', 'ab') as f: # damaged rows are dropped, not a ValueError; so is
+        f.write(b'garbage\n\xff\xfe,1\n\n5')     # a row a full disk cut short ('50,4.1,...' here)
     assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['eval_seconds'] > 0 # for the time left
     b = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True',
             '--progress_seconds=1e-9') # progress lines after every step change no number
@@ -317,6 +318,19 @@ def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
     missing = tmp_path / 'no such folder' / 'l.png'
     r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={missing}')
     assert r.returncode == 1 and r.stderr == f'error: cannot write {missing}: No such file or directory\n'
+
+
+def test_plot_losses_skips_a_last_row_cut_short(uninterrupted, tmp_path, capsys):
+    """A full disk or a crash while gpt.py appended a row leaves it without its newline."""
+    _, out = uninterrupted
+    log = tmp_path / 'log.csv'
+    log.write_text((out / 'log.csv').read_text() + '350,1.9')
+    read_log = runpy.run_path(os.path.join(ROOT, 'scripts', 'plot_losses.py'))['read_log']
+    rows = read_log(str(log))
+    assert [step for step, _, _ in rows] == list(range(0, 301, 50))
+    assert capsys.readouterr().out == (f'note: the last row of {log} is incomplete (the run stopped '
+                                       'while writing it); plotting the rows before it\n')
+    assert read_log(str(out / 'log.csv')) == rows and capsys.readouterr().out == '' # a whole log
 
 
 def test_ctrl_c_while_plotting_keeps_the_earlier_plot_and_leaves_no_temporary_file(uninterrupted, tmp_path,

@@ -227,6 +227,8 @@ class BigramLanguageModel(nn.Module):
 
 
 def main():
+    if hasattr(sys.stdout, 'reconfigure'): # a character the output's encoding lacks (Windows: cp1252)
+        sys.stdout.reconfigure(errors='replace') # prints as '?', not as a UnicodeEncodeError
     apply_overrides(sys.argv[1:], globals())
     for key in ('batch_size', 'block_size', 'eval_interval', 'eval_iters'):
         if globals()[key] < 1:

@@ -163,6 +163,13 @@ def fail(message, code=1):
     sys.exit(code)
 
 
+def print_any_text():
+    """A character the output's encoding lacks prints as '?' instead of ending the run with a
+    UnicodeEncodeError: a sample of a Chinese --input_file into a file, on Windows, is cp1252."""
+    if hasattr(sys.stdout, 'reconfigure'): # not where a notebook has replaced sys.stdout
+        sys.stdout.reconfigure(errors='replace')
+
+
 def exit_on_broken_pipe():
     """Whoever read the output stopped reading (| head): exit without a traceback."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # nothing left to flush at exit
@@ -768,6 +775,7 @@ def load_optimizer_state(optimizer, state):
 
 
 def main():
+    print_any_text()
     apply_overrides(sys.argv[1:], globals(), config_keys, PRESETS)
     device_type = configure()
     print(f"device: {device}")

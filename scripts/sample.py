@@ -86,6 +86,7 @@ def load_model(path, device):
 
 
 def main(argv):
+    gpt.print_any_text()
     args = parse_args(argv)
     gpt.check_device(args.device)
     model, checkpoint = load_model(args.ckpt, args.device)

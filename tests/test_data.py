@@ -184,6 +184,32 @@ def test_input_file_trains_on_a_text_of_your_own(script, tmp_path):
 
 
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_a_text_the_output_cannot_encode_prints_question_marks(script, tmp_path):
+    """On Windows, output into a file or a pipe is cp1252, which has no Chinese: the sample's
+    characters become '?' rather than a UnicodeEncodeError at the end of the run."""
+    own = tmp_path / 'own.txt'
+    own.write_text('\u5e8a\u524d\u660e\u6708\u5149\n' * 300, encoding='utf-8')
+    with open(tmp_path / 'out.txt', 'w', encoding='cp1252') as stdout:
+        r = run_here(script, f'--input_file={own}', '--device=cpu', '--max_iters=1', '--eval_iters=1',
+                     '--block_size=8', *TINY_RUN[script], cwd=tmp_path, stdout=stdout)
+    assert r.returncode == 0, r.stderr
+    sample = (tmp_path / 'out.txt').read_text(encoding='cp1252').split('step 1: ')[1].split('\n', 1)[1]
+    if script == 'gpt.py':
+        sample = sample.rsplit('\n', 2)[0] # without the last line, the time taken
+    assert set(sample) <= set('?\n'), sample
+    assert sample.count('?') > 20
+    if script == 'gpt.py': # and scripts/sample.py, from the checkpoint of such a run
+        r = run_here(script, f'--input_file={own}', '--device=cpu', '--max_iters=1', '--eval_iters=1',
+                     '--block_size=8', *TINY_RUN[script], f'--out_dir={tmp_path / "out"}', cwd=tmp_path)
+        with open(tmp_path / 'sample.txt', 'w', encoding='cp1252') as stdout:
+            r = run_here('scripts/sample.py', f'--ckpt={tmp_path / "out"}', '--max_new_tokens=30',
+                         '--device=cpu', stdout=stdout)
+        assert r.returncode == 0, r.stderr
+        sample = (tmp_path / 'sample.txt').read_text(encoding='cp1252')
+        assert set(sample) <= set('?\n') and sample.count('?') > 10, sample
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
 def test_a_tilde_in_a_setting_is_the_home_folder(script, tmp_path, monkeypatch):
     """The shell leaves --input_file=~/x alone (the ~ is not at the start of a word)."""
     monkeypatch.setenv('HOME', str(tmp_path))

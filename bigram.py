@@ -37,7 +37,8 @@ config_keys = [k for k, v in globals().items()
 # one-line error at the start, as it is on the command line
 KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
              device=str, eval_iters=int, seed=int, input_file=str)
-KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number', str: 'a string'}
+KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number', str: 'a string',
+              bool: 'True or False'}
 
 DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
 DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
@@ -45,12 +46,14 @@ INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt
 
 
 def apply_overrides(argv, namespace):
-    """Set top-level hyperparameters from --key=value arguments, each of the kind in KINDS."""
+    """Set top-level hyperparameters from --key=value arguments, each of the kind in KINDS (a
+    setting you add above: its default's kind)."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in config_keys)
+    kinds = {k: KINDS.get(k, type(namespace[k])) for k in config_keys}
     for key in config_keys: # the values at the top of this file, which a learner may have edited
-        value = as_kind(namespace[key], KINDS[key])
+        value = as_kind(namespace[key], kinds[key])
         if value is None:
-            fail(f"{key} = {namespace[key]!r} at the top of bigram.py must be {KIND_NAMES[KINDS[key]]}",
+            fail(f"{key} = {namespace[key]!r} at the top of bigram.py must be {KIND_NAMES[kinds[key]]}",
                  code=2)
         namespace[key] = value
     for arg in argv:
@@ -72,9 +75,9 @@ def apply_overrides(argv, namespace):
             value = raw # a bare string, e.g. --device=cpu
         if isinstance(value, str):
             value = os.path.expanduser(value) # --input_file=~/my.txt: the shell leaves a ~ after = alone
-        value = as_kind(value, KINDS[key])
+        value = as_kind(value, kinds[key])
         if value is None:
-            fail(f"--{key} expects {KIND_NAMES[KINDS[key]]}, got {raw!r}; {valid}", code=2)
+            fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
         namespace[key] = value
 
 

@@ -89,7 +89,7 @@ INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt
 
 def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None):
     """Set namespace[key] from --key=value arguments for the given keys, each of the kind in
-    KINDS (other keys: their default's kind); a --preset=name applies presets[name] first, and the
+    KINDS (other keys, and settings you add above: their default's kind); a --preset=name applies presets[name] first, and the
     other arguments win over it. --help prints doc and each key with its default and its note
     (default: its comment up here)."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
@@ -131,7 +131,8 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
 
 WRONG_KIND = object()
 KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number',
-              bool: 'True or False', str: 'a string', (bool, type(None)): 'True, False or None'}
+              bool: 'True or False', str: 'a string', (bool, type(None)): 'True, False or None',
+              type(None): 'None'}
 
 
 def as_kind(value, kind):

@@ -156,6 +156,18 @@ def test_a_setting_edited_to_the_wrong_kind_is_a_one_line_error(script, line, ed
     assert os.listdir(tmp_path) == [script]
 
 
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_a_setting_you_add_at_the_top_is_an_option_of_its_kind(script, tmp_path):
+    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
+        source = f.read()
+    line = "input_file = '' "
+    (tmp_path / script).write_text(source.replace(line, 'weight_decay = 0.1 # my own\n' + line))
+    r = run_here(str(tmp_path / script), '--weight_decay=0', '--help', cwd=tmp_path)
+    assert r.returncode == 0 and re.search(r'^  --weight_decay=0.0 +my own$', r.stdout, re.M), r.stdout
+    r = run_here(str(tmp_path / script), '--weight_decay=none', cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: --weight_decay expects a number, got 'none'")
+
+
 @pytest.mark.parametrize('script, line, edited', [
     ('gpt.py', 'dropout = 0.2 ', 'dropout = 0 '), ('bigram.py', 'learning_rate = 1e-2 ', 'learning_rate = 1 ')])
 def test_a_float_setting_edited_to_an_int_still_takes_a_float_on_the_command_line(script, line, edited,

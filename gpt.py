@@ -632,6 +632,17 @@ def load_checkpoint(path, map_location='cpu'):
     return checkpoint
 
 
+def load_weights(model, checkpoint, path):
+    """The checkpoint's weights into model, or a one-line error that names the ones that do not
+    fit: the model's code changed since the checkpoint was saved."""
+    try:
+        model.load_state_dict(checkpoint['model'])
+    except RuntimeError as e: # 'Error(s) in loading state_dict for ...:', then what does not fit
+        what = ' '.join(str(e).split('\n', 1)[-1].split())
+        fail(f"{path} does not fit GPTLanguageModel as this code builds it: "
+             + (what if len(what) <= 200 else what[:200] + '...'))
+
+
 def check_compatible(checkpoint, chars, path):
     """Resuming needs the same model shape and vocabulary; say exactly what differs."""
     saved = checkpoint['config']
@@ -827,7 +838,7 @@ def main():
 
     start_step, best_val_loss, elapsed_before, eval_seconds = 0, float('inf'), 0.0, 0.0
     if checkpoint is not None:
-        model.load_state_dict(checkpoint['model'])
+        load_weights(model, checkpoint, ckpt_path)
         load_optimizer_state(optimizer, checkpoint['optimizer'])
         start_step = checkpoint['step']
         best_val_loss = checkpoint['best_val_loss']

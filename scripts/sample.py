@@ -76,10 +76,7 @@ def load_model(path, device):
         setattr(gpt, key, checkpoint['config'][key])
     gpt.dropout = 0.0
     model = gpt.GPTLanguageModel(len(checkpoint['chars']))
-    try:
-        model.load_state_dict(checkpoint['model'])
-    except RuntimeError as e:
-        gpt.fail(f"{path} does not fit GPTLanguageModel: {str(e).splitlines()[0]}")
+    gpt.load_weights(model, checkpoint, path)
     if not all(p.isfinite().all() for p in model.parameters()):
         gpt.fail(f"the model in {path} has weights that are not numbers: its training diverged")
     return model.to(device).eval(), checkpoint

@@ -407,6 +407,20 @@ def test_a_new_run_never_overwrites_an_earlier_one(uninterrupted):
     assert (out / 'ckpt.pt').read_bytes() == before
 
 
+def test_resume_after_the_models_code_changed_is_a_one_line_error(uninterrupted, tmp_path):
+    """A learner adds a module to GPTLanguageModel, then resumes from a checkpoint saved before."""
+    _, out = uninterrupted
+    checkpoint = torch.load(out / 'ckpt.pt', weights_only=True)
+    del checkpoint['model']['lm_head.bias'] # as if saved by a model without it
+    (tmp_path / 'out').mkdir()
+    torch.save(checkpoint, tmp_path / 'out' / 'ckpt.pt')
+    r = run_here('gpt.py', *TINY, '--max_iters=400', f'--out_dir={tmp_path / "out"}', '--resume=True')
+    one_line_error(r, f'{tmp_path / "out" / "ckpt.pt"} does not fit GPTLanguageModel as this code builds it: '
+                      'Missing key(s) in state_dict: "lm_head.bias".\n')
+    r = sample(f'--ckpt={tmp_path / "out" / "ckpt.pt"}', '--device=cpu')
+    one_line_error(r, 'does not fit GPTLanguageModel as this code builds it: Missing key(s)')
+
+
 def test_a_new_run_never_overwrites_the_best_model_of_an_earlier_one(uninterrupted, tmp_path):
     """ckpt.pt deleted to save room, best.pt kept: a new run's first evaluation would replace it."""
     _, out = uninterrupted

@@ -82,8 +82,8 @@ def apply_overrides(argv, namespace):
 
 
 def as_kind(value, kind):
-    """value as the kind of setting kind names (an int may stand for a float), else None.
-    True is not an int here, nor 5.0."""
+    """value if it is of kind, as a float if kind is float and it is an int;
+    else None. True is not an int here, nor is 5.0."""
     if kind is float and type(value) is int:
         return float(value)
     return value if type(value) is kind else None

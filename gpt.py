@@ -136,8 +136,8 @@ KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a 
 
 
 def as_kind(value, kind):
-    """value if it is of kind (a type, or a tuple of types), as a float if kind is float and it is an int;
-    else WRONG_KIND. True is not an int here, nor is 5.0."""
+    """value if it is of kind (a type, or a tuple of types), as a float if kind is float and it
+    is an int; else WRONG_KIND. True is not an int here, nor is 5.0."""
     if kind is float and type(value) is int:
         return float(value)
     return value if type(value) in (kind if isinstance(kind, tuple) else (kind,)) else WRONG_KIND

@@ -626,9 +626,15 @@ def load_checkpoint(path, map_location='cpu'):
         fail(f"no checkpoint at {path} (gpt.py writes one into its --out_dir, out/ by default, as it trains)")
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-        assert isinstance(checkpoint, dict) and {'model', 'config', 'chars'} <= checkpoint.keys()
     except Exception as e:
-        fail(f"{path} is not a readable checkpoint of gpt.py ({type(e).__name__})")
+        fail(f"{path} is not a readable checkpoint of gpt.py (damaged, cut short, or another kind of "
+             f"file: torch.load raised {type(e).__name__})")
+    if not isinstance(checkpoint, dict) or not {'model', 'config', 'chars'} <= checkpoint.keys():
+        fail(f"{path} is not a checkpoint of gpt.py: it does not hold the model, its config and its "
+             "vocabulary (a bare state_dict, from torch.save(model.state_dict())?)")
+    lacking = [k for k in SHAPE_KEYS if k not in checkpoint['config']]
+    if lacking:
+        fail(f"{path} is not a checkpoint of gpt.py: its config has no {', '.join(lacking)}")
     return checkpoint
 
 

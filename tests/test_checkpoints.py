@@ -282,6 +282,14 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(f'--ckpt={tmp_path / "missing.pt"}'), 'no checkpoint at', 'gpt.py writes one')
     (tmp_path / 'bad.pt').write_bytes(b'\x80\x02 not a checkpoint')
     one_line_error(sample(f'--ckpt={tmp_path / "bad.pt"}'), 'not a readable checkpoint')
+    (tmp_path / 'cut.pt').write_bytes((out / 'best.pt').read_bytes()[:5000]) # a copy cut short
+    one_line_error(sample(f'--ckpt={tmp_path / "cut.pt"}'), 'not a readable checkpoint of gpt.py (damaged, cut short')
+    checkpoint = torch.load(out / 'best.pt', weights_only=True)
+    torch.save(checkpoint['model'], tmp_path / 'bare.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "bare.pt"}'), 'does not hold the model, its config and its vocabulary')
+    del checkpoint['config']['n_embd']
+    torch.save(checkpoint, tmp_path / 'old.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "old.pt"}'), 'is not a checkpoint of gpt.py: its config has no n_embd')
     r = sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}')
     one_line_error(r, 'cannot read the prompt file', 'nope.txt: No such file or directory')
     assert '[Errno' not in r.stderr

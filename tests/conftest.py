@@ -47,6 +47,12 @@ def run_here(script, *args, cwd=None, stdout=None):
     return subprocess.CompletedProcess([path, *args], code, printed, err.getvalue())
 
 
+def ctrl_c_works():
+    """For Popen's preexec_fn: a child whose Ctrl-C a test presses must not inherit an ignored SIGINT
+    (as under nohup, or in a shell script's background job), which Python would keep ignoring."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 # a model small enough to build and train in milliseconds
 TINY = dict(n_embd=32, n_head=4, n_layer=2, block_size=16, batch_size=4, dropout=0.0,
             fast_attention=False, device='cpu')

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT, needs_input, run_here
+from conftest import ROOT, ctrl_c_works, needs_input, run_here
 
 TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
             '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=50',
@@ -230,14 +230,19 @@ def press_ctrl_c(script, *args, after):
     read, all of its stdout and its stderr."""
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', script), *args], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         env={**os.environ, 'PYTHONUNBUFFERED': '1'}) # each line as it is printed
+                         env={**os.environ, 'PYTHONUNBUFFERED': '1'}, # each line as it is printed
+                         preexec_fn=ctrl_c_works)
     lines = []
     while not after(lines):
         lines.append(p.stdout.readline())
         if not lines[-1]:
             pytest.fail(f"{script} ended before Ctrl-C: {p.communicate()[1]}")
     os.killpg(p.pid, signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired: # Ctrl-C did not stop it: nothing of it may outlive the test
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
     return p, lines, ''.join(lines) + out, err
 
 

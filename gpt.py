@@ -877,7 +877,9 @@ def main():
     step_fn, eval_fn = step_functions(model, optimizer)
     splits = {'train': train_data, 'val': val_data}
     stop = StopRequest()
-    signal.signal(signal.SIGINT, stop)
+    on_ctrl_c = signal.getsignal(signal.SIGINT)
+    if on_ctrl_c is not signal.SIG_IGN: # ignored (a background job of a script): it stays ignored
+        signal.signal(signal.SIGINT, stop)
     t0 = time.time() - elapsed_before
     t_last = t_print = time.time()
     step_last = start_step
@@ -956,7 +958,7 @@ def main():
             print(f"step {step + 1}/{max_iters} | {now - t0:.1f}s, {speed(seconds)}, "
                   + time_left(step + 1, seconds, eval_seconds, evaluated=False), flush=True)
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, on_ctrl_c)
     if out_dir:
         print(f"saved {ckpt_path}; best val loss {best_val_loss:.4f} in {best_path}")
 

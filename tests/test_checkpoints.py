@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT, needs_input, run_here
+from conftest import ROOT, ctrl_c_works, needs_input, run_here
 from test_scripts import losses
 
 pytestmark = needs_input
@@ -39,14 +39,18 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
     out = tmp_path / 'out'
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'gpt.py'), *TINY,
                           '--max_iters=100000', f'--out_dir={out}'],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_works)
     first = []
     for line in p.stdout:
         first.append(line)
         if line.startswith('step 50:'):
             p.send_signal(signal.SIGINT)
             break
-    rest, err = p.communicate(timeout=60)
+    try:
+        rest, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
     first = ''.join(first) + rest
     assert p.returncode == 130, err
     stopped = int(re.search(r'stopped at step (\d+); saved (.*ckpt\.pt)', first).group(1))
@@ -381,6 +385,25 @@ def test_a_run_that_diverges_stops_before_it_saves_a_broken_model(tmp_path):
     assert (tmp_path / 'log.csv').read_text().splitlines()[-1].startswith(f'{step - 50},')
     r = run_here('bigram.py', '--learning_rate=1e9', '--max_iters=100', '--eval_interval=50', '--eval_iters=1')
     one_line_error(r, 'training diverged at step ', 'try a lower --learning_rate (now 1000000000.0)')
+
+
+def test_a_run_that_ignores_ctrl_c_goes_on(tmp_path, monkeypatch):
+    """Started with SIGINT ignored (a background job of a shell script, which Ctrl-C must not
+    stop), gpt.py leaves it so, as Python does."""
+    adamw_step, calls = torch.optim.AdamW.step, []
+    def ctrl_c_at_step_60(self, *args, **kwargs):
+        adamw_step(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 60:
+            signal.raise_signal(signal.SIGINT)
+    monkeypatch.setattr(torch.optim.AdamW, 'step', ctrl_c_at_step_60)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        r = run_here('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert r.returncode == 0 and 'Ctrl-C' not in r.stderr, r.stderr
+    assert len(calls) == 100 and torch.load(tmp_path / 'ckpt.pt', weights_only=True)['step'] == 100
 
 
 def test_ctrl_c_after_the_weights_diverged_keeps_the_last_checkpoint(tmp_path, monkeypatch):

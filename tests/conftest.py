@@ -47,10 +47,10 @@ def run_here(script, *args, cwd=None, stdout=None):
     return subprocess.CompletedProcess([path, *args], code, printed, err.getvalue())
 
 
-def ctrl_c_works():
-    """For Popen's preexec_fn: a child whose Ctrl-C a test presses must not inherit an ignored SIGINT
-    (as under nohup, or in a shell script's background job), which Python would keep ignoring."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# The tests press Ctrl-C, in this process and in the ones it starts. A test run started with SIGINT
+# ignored (a shell script's background job) would pass that on, and the scripts would rightly go on
+# ignoring it; a handler of Python's own is reset to the default in a new process.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # a model small enough to build and train in milliseconds

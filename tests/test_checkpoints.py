@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT, ctrl_c_works, needs_input, run_here
+from conftest import ROOT, needs_input, run_here
 from test_scripts import losses
 
 pytestmark = needs_input
@@ -39,7 +39,7 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
     out = tmp_path / 'out'
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'gpt.py'), *TINY,
                           '--max_iters=100000', f'--out_dir={out}'],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_works)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = []
     for line in p.stdout:
         first.append(line)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT, ctrl_c_works, needs_input, run_here
+from conftest import ROOT, needs_input, run_here
 
 TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
             '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=50',
@@ -230,8 +230,7 @@ def press_ctrl_c(script, *args, after):
     read, all of its stdout and its stderr."""
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', script), *args], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         env={**os.environ, 'PYTHONUNBUFFERED': '1'}, # each line as it is printed
-                         preexec_fn=ctrl_c_works)
+                         env={**os.environ, 'PYTHONUNBUFFERED': '1'}) # each line as it is printed
     lines = []
     while not after(lines):
         lines.append(p.stdout.readline())

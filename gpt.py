@@ -89,9 +89,9 @@ INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt
 
 def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None):
     """Set namespace[key] from --key=value arguments for the given keys, each of the kind in
-    KINDS (other keys, and settings you add above: their default's kind); a --preset=name applies presets[name] first, and the
-    other arguments win over it. --help prints doc and each key with its default and its note
-    (default: its comment up here)."""
+    KINDS (other keys, and settings you add above: their default's kind); a --preset=name
+    applies presets[name] first, and the other arguments win over it. --help prints doc and each
+    key with its default and its note (default: its comment up here)."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
     kinds = {k: KINDS.get(k, type(namespace[k])) for k in keys}
     for key in keys: # the values at the top of this file, which a learner may have edited

@@ -306,6 +306,7 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
     nowhere = tmp_path / 'no' / 's.txt' # said before sampling, not after
     one_line_error(sample(ckpt, f'--out={nowhere}'), f'--out {nowhere}: no such folder')
+    one_line_error(sample(ckpt, f'--out={tmp_path}'), f'--out {tmp_path} is a folder: give the name of a file')
     one_line_error(sample(ckpt, '--temperature=nan'), '--temperature: must be a number > 0, got nan')
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, f'--seed={2**64}'), '--seed must be from -2**63 to 2**64 - 1') # torch's range

@@ -568,8 +568,9 @@ class GPTLanguageModel(nn.Module):
             idx_cond = idx[:, -self.position_embedding_table.num_embeddings:]
             logits, loss = self(idx_cond)
             logits = logits[:, -1, :] # focus only on the last time step: (B,C)
-            if temperature != 1.0:
-                logits = logits / temperature # < 1 sharpens the distribution, > 1 flattens it
+            if temperature != 1.0: # < 1 sharpens the distribution, > 1 flattens it; the largest logit
+                # moved to 0 first (softmax is the same) so that a tiny temperature cannot make an inf
+                logits = (logits - logits.max(dim=-1, keepdim=True).values) / temperature
             if top_k is not None:
                 v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
                 logits = logits.masked_fill(logits < v[:, [-1]], float('-inf'))

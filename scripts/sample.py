@@ -49,6 +49,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.max_new_tokens < 0:
         p.error(f"--max_new_tokens must be >= 0, got {args.max_new_tokens}")
+    if args.temperature < torch.finfo(torch.float32).tiny: # the float32 logits would divide by 0
+        p.error(f"--temperature must be at least {torch.finfo(torch.float32).tiny:.1e}, got {args.temperature}")
     if args.seed not in gpt.SEEDS:
         p.error(f"--seed must be from -2**63 to 2**64 - 1, got {args.seed}")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))): # before sampling

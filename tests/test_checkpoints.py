@@ -255,6 +255,17 @@ def test_plain_sampling_is_the_lectures_multinomial(uninterrupted, monkeypatch):
     assert r.stdout == decode(idx[0].tolist()) + '\n'
 
 
+def test_a_tiny_temperature_picks_the_likeliest_character(tiny):
+    """Far below 1, sampling becomes greedy: the largest logit wins. Divided as they are, the
+    logits would overflow to inf and the probabilities become NaN."""
+    model = gpt.GPTLanguageModel(65)
+    idx = torch.zeros((3, 1), dtype=torch.long)
+    greedy = model.generate(idx, 10, temperature=1e-30)
+    logits, _ = model(greedy[:, :-1])
+    assert torch.equal(logits.argmax(-1), greedy[:, 1:]) # each character the likeliest after the ones before
+    assert torch.equal(model.generate(idx, 10, temperature=1e-40), greedy) # below float32's smallest normal
+
+
 def test_sample_to_a_file_and_from_a_prompt_file(uninterrupted, tmp_path):
     _, out = uninterrupted
     (tmp_path / 'prompt.txt').write_text('KING RICHARD:\n')
@@ -308,6 +319,7 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(ckpt, f'--out={nowhere}'), f'--out {nowhere}: no such folder')
     one_line_error(sample(ckpt, f'--out={tmp_path}'), f'--out {tmp_path} is a folder: give the name of a file')
     one_line_error(sample(ckpt, '--temperature=nan'), '--temperature: must be a number > 0, got nan')
+    one_line_error(sample(ckpt, '--temperature=1e-320'), '--temperature must be at least 1.2e-38') # 0 in float32
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, f'--seed={2**64}'), '--seed must be from -2**63 to 2**64 - 1') # torch's range
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')

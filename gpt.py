@@ -235,6 +235,16 @@ def why_unreadable(e):
     return e.strerror
 
 
+def why_cannot_write(path):
+    """Why no file can be written at path, to say before the work whose result goes there; None if
+    one can (as far as can be told without writing)."""
+    if os.path.isdir(path):
+        return "it is a folder; give the name of a file"
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        return "no such folder"
+    return None
+
+
 def download(url, path):
     """Fetch url to path, check its sha256, and write it atomically: never a partial file."""
     hint = f"download it by hand from {url} to {path}"

@@ -317,7 +317,7 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
     nowhere = tmp_path / 'no' / 's.txt' # said before sampling, not after
     one_line_error(sample(ckpt, f'--out={nowhere}'), f'--out {nowhere}: no such folder')
-    one_line_error(sample(ckpt, f'--out={tmp_path}'), f'--out {tmp_path} is a folder: give the name of a file')
+    one_line_error(sample(ckpt, f'--out={tmp_path}'), f'--out {tmp_path}: it is a folder; give the name of a file')
     one_line_error(sample(ckpt, '--temperature=nan'), '--temperature: must be a number > 0, got nan')
     one_line_error(sample(ckpt, '--temperature=1e-320'), '--temperature must be at least 1.2e-38') # 0 in float32
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')

@@ -341,6 +341,7 @@ def test_ctrl_c_stops_the_sweep_with_the_table_so_far():
     ('progression', ['--max_iters=-5'], '--max_iters must be at least 1, got -5'),
     ('progression', ['--jobs=0'], '--jobs must be at least 1, got 0'),
     ('progression', ['--json=/no/such/folder/p.json'], '--json /no/such/folder/p.json: no such folder'),
+    ('progression', ['--json=/'], '--json /: it is a folder; give the name of a file'),
     ('cpu_sweep', ['--repeat=0'], '--repeat must be at least 1, got 0'),
     ('addition', ['--eval_every=0'], '--eval_every must be at least 1, got 0'),
     ('addition', ['--batch_size=0'], '--batch_size must be at least 1, got 0'),

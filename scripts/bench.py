@@ -91,17 +91,21 @@ def main(argv):
         gpt.set_lr(optimizer, gpt.get_lr(0))
         step_fn(*gpt.get_batch(data))
 
+    warmup_steps = max(n_warmup, 4 if gpt.use_cuda_graph else 0) # 4: record the graph too
     t0 = time.time()
-    for _ in range(max(n_warmup, 4 if gpt.use_cuda_graph else 0)): # 4: record the graph too
+    for _ in range(warmup_steps):
         step()
     synchronize()
     t1 = time.time()
+    # on a slow CPU, how long the rest takes at the warm-up's pace (which, compiling, says nothing)
+    ahead = (t1 - t0) / warmup_steps * n_steps if warmup_steps and not gpt.use_compile else 0
+    print(f"warm-up: {t1 - t0:.1f} s" + (f"; the {n_steps} timed steps take about {ahead / 60:.1f} min "
+                                          "more" if ahead > 30 else ''), flush=True)
     for _ in range(n_steps):
         step()
     synchronize()
     seconds = (time.time() - t1) / n_steps
     flops = flops_per_step(model)
-    print(f"warm-up: {t1 - t0:.1f} s")
     print(f"{seconds * 1000:.2f} ms/step, {gpt.batch_size * gpt.block_size / seconds:,.0f} tok/s, "
           f"{flops / 1e12:.3f} TFLOP/step, MFU {flops / seconds / (peak * 1e12):.1%} of {peak:g} TFLOP/s")
     for i in range(settings['evals']): # estimate_loss as gpt.py runs it: 2 splits x eval_iters batches

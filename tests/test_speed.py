@@ -2,6 +2,7 @@
 import gc
 import os
 import re
+import time
 
 import pytest
 import torch
@@ -57,6 +58,16 @@ def test_bench_runs_on_cpu():
     assert 'use_compile=False' in r.stdout and 'fast_attention=False' in r.stdout
     assert 'use_pinned=False' in r.stdout
     assert re.search(r'[\d.]+ ms/step, [\d,]+ tok/s, [\d.]+ TFLOP/step, MFU [\d.]+% of 1 TFLOP/s', r.stdout)
+
+
+def test_bench_says_how_long_the_timed_steps_will_take_after_a_slow_warm_up(monkeypatch):
+    """The lecture's config on a CPU: 25 steps of 9 s each. After the warm-up, say how long the rest is."""
+    clock = iter(range(0, 10**6, 10)) # every reading of the clock 10 s after the one before
+    monkeypatch.setattr(time, 'time', lambda: next(clock))
+    r = run_here(os.path.join('scripts', 'bench.py'), '--n_layer=1', '--n_embd=32', '--n_head=2',
+                 '--block_size=16', '--batch_size=4', '--steps=20', '--warmup=5', '--device=cpu')
+    assert r.returncode == 0, r.stderr
+    assert 'warm-up: 10.0 s; the 20 timed steps take about 0.7 min more\n' in r.stdout # 2 s a step
 
 
 def test_bench_rejects_unknown_options():

@@ -185,8 +185,8 @@ def test_input_file_trains_on_a_text_of_your_own(script, tmp_path):
 
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
 def test_a_text_the_output_cannot_encode_prints_question_marks(script, tmp_path):
-    """On Windows, output into a file or a pipe is cp1252, which has no Chinese: the sample's
-    characters become '?' rather than a UnicodeEncodeError at the end of the run."""
+    """On Windows, output into a file or a pipe takes the system's code page, often cp1252, which
+    has no Chinese: the sample's characters become '?' rather than a UnicodeEncodeError at the end."""
     own = tmp_path / 'own.txt'
     own.write_text('\u5e8a\u524d\u660e\u6708\u5149\n' * 300, encoding='utf-8')
     with open(tmp_path / 'out.txt', 'w', encoding='cp1252') as stdout:

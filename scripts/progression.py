@@ -193,8 +193,9 @@ def main(argv):
     for key in ('max_iters', 'eval_iters', 'jobs'):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             p.error(f"--{key} must be at least 1, got {getattr(args, key)}")
-    if args.json and gpt.why_cannot_write(args.json): # now, not after hours
-        p.error(f"--json {args.json}: {gpt.why_cannot_write(args.json)}")
+    problem = args.json and gpt.why_cannot_write(args.json) # now, not after hours
+    if problem:
+        p.error(f"--json {args.json}: {problem}")
     on_cpu = gpt.check_device(args.device) == 'cpu'
     gpt.read_text() # download before any worker starts, if needed
     jobs = max(1, min(args.jobs or (os.cpu_count() if on_cpu else 1), len(args.stages)))

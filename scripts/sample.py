@@ -53,8 +53,9 @@ def parse_args(argv):
         p.error(f"--temperature must be at least {torch.finfo(torch.float32).tiny:.1e}, got {args.temperature}")
     if args.seed not in gpt.SEEDS:
         p.error(f"--seed must be from -2**63 to 2**64 - 1, got {args.seed}")
-    if args.out and gpt.why_cannot_write(args.out): # now, not after sampling
-        p.error(f"--out {args.out}: {gpt.why_cannot_write(args.out)}")
+    problem = args.out and gpt.why_cannot_write(args.out) # now, not after sampling
+    if problem:
+        p.error(f"--out {args.out}: {problem}")
     if os.path.isdir(args.ckpt): # --ckpt=out: the run's best model
         args.ckpt = os.path.join(args.ckpt, 'best.pt')
     return args

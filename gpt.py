@@ -877,8 +877,8 @@ def main():
                     rows = f.read().split('\n')[1:-1]      # that a full disk or a crash cut short
                 steps = [row.split(',')[0] for row in rows]
                 keep = [row for row, step in zip(rows, steps) if step.isdigit() and int(step) <= start_step]
-            rows = '\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n'
-            save_atomically(log_path, lambda f: f.write(rows.encode())) # Ctrl-C here keeps the old log
+            log = '\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n'
+            save_atomically(log_path, lambda f: f.write(log.encode())) # Ctrl-C here keeps the old log
         except OSError as e:
             problem = 'it is a file' if os.path.isfile(out_dir) else e.strerror
             fail(f"cannot write into --out_dir={out_dir}: {problem}")

@@ -136,6 +136,16 @@ def test_every_setting_has_a_kind_and_its_default_is_of_it(script):
         assert namespace['as_kind'](namespace[key], kind) is namespace[key], key
 
 
+def edited_copy(script, line, edited, folder):
+    """A copy of script in folder, with its one line (or start of a line) line made edited: a
+    learner's edit at the top of the file. Its path."""
+    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
+        source = f.read()
+    assert source.count(line) == 1
+    (folder / script).write_text(source.replace(line, edited))
+    return str(folder / script)
+
+
 @pytest.mark.parametrize('script, line, edited, words', [
     ('gpt.py', 'max_iters = 5000 ', 'max_iters = 5e3 ', 'max_iters = 5000.0 at the top of gpt.py must be an int'),
     ('gpt.py', 'resume = False ', "resume = 'False' ", "resume = 'False' at the top of gpt.py must be True or False"),
@@ -146,11 +156,7 @@ def test_every_setting_has_a_kind_and_its_default_is_of_it(script):
 def test_a_setting_edited_to_the_wrong_kind_is_a_one_line_error(script, line, edited, words, tmp_path):
     """A learner edits the settings at the top of the file: max_iters = 5e3 would end in a
     TypeError deep in the loop, resume = 'False' would resume."""
-    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
-        source = f.read()
-    assert source.count(line) == 1
-    (tmp_path / script).write_text(source.replace(line, edited))
-    r = run_here(str(tmp_path / script), '--device=cpu', cwd=tmp_path)
+    r = run_here(edited_copy(script, line, edited, tmp_path), '--device=cpu', cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith('error: ') and words in r.stderr, r.stderr
     assert r.stderr.count('\n') == 1 and r.stdout == ''
     assert os.listdir(tmp_path) == [script]
@@ -158,13 +164,11 @@ def test_a_setting_edited_to_the_wrong_kind_is_a_one_line_error(script, line, ed
 
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
 def test_a_setting_you_add_at_the_top_is_an_option_of_its_kind(script, tmp_path):
-    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
-        source = f.read()
     line = "input_file = '' "
-    (tmp_path / script).write_text(source.replace(line, 'weight_decay = 0.1 # my own\n' + line))
-    r = run_here(str(tmp_path / script), '--weight_decay=0', '--help', cwd=tmp_path)
+    copy = edited_copy(script, line, 'weight_decay = 0.1 # my own\n' + line, tmp_path)
+    r = run_here(copy, '--weight_decay=0', '--help', cwd=tmp_path)
     assert r.returncode == 0 and re.search(r'^  --weight_decay=0.0 +my own$', r.stdout, re.M), r.stdout
-    r = run_here(str(tmp_path / script), '--weight_decay=none', cwd=tmp_path)
+    r = run_here(copy, '--weight_decay=none', cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("error: --weight_decay expects a number, got 'none'")
 
 
@@ -172,13 +176,10 @@ def test_a_setting_you_add_at_the_top_is_an_option_of_its_kind(script, tmp_path)
     ('gpt.py', 'dropout = 0.2 ', 'dropout = 0 '), ('bigram.py', 'learning_rate = 1e-2 ', 'learning_rate = 1 ')])
 def test_a_float_setting_edited_to_an_int_still_takes_a_float_on_the_command_line(script, line, edited,
                                                                                   tmp_path):
-    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
-        source = f.read()
-    (tmp_path / script).write_text(source.replace(line, edited))
-    key = line.split()[0]
-    r = run_here(str(tmp_path / script), f'--{key}=0.125', '--bogus=1', cwd=tmp_path)
+    copy, key = edited_copy(script, line, edited, tmp_path), line.split()[0]
+    r = run_here(copy, f'--{key}=0.125', '--bogus=1', cwd=tmp_path)
     assert r.returncode == 2 and 'unknown option' in r.stderr, r.stderr # the float was taken
-    r = run_here(str(tmp_path / script), '--help', cwd=tmp_path)
+    r = run_here(copy, '--help', cwd=tmp_path)
     assert f'--{key}={float(edited.split()[2])!r} ' in r.stdout # the file's int, read as a float
 
 

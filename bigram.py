@@ -44,56 +44,6 @@ DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tiny
 DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
 INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
 
-
-def apply_overrides(argv, namespace):
-    """Set top-level hyperparameters from --key=value arguments, each of the kind in KINDS (a
-    setting you add above: its default's kind)."""
-    valid = 'valid keys: ' + ', '.join(f'--{k}' for k in config_keys)
-    kinds = {k: KINDS.get(k, type(namespace[k])) for k in config_keys}
-    for key in config_keys: # the values at the top of this file, which a learner may have edited
-        value = as_kind(namespace[key], kinds[key])
-        if value is None:
-            fail(f"{key} = {namespace[key]!r} at the top of bigram.py must be {KIND_NAMES[kinds[key]]}",
-                 code=2)
-        namespace[key] = value
-    for arg in argv:
-        if arg in ('-h', '--help'): # each setting with its default and the comment beside it above
-            with open(__file__, encoding='utf-8') as f: # a comment may also go on the line below
-                notes = {key: f'{beside} {below}'.strip() for key, beside, below in
-                         re.findall(r'^(\w+) = [^#\n]*(?:# (.*))?(?:\n[ \t]+# (.*))?$', f.read(), re.M)}
-            lines = [f'  --{k}={namespace[k]!r}' for k in config_keys]
-            width = max(map(len, lines)) + 2
-            print(__doc__.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
-                                                       for line, k in zip(lines, config_keys)))
-            sys.exit(0)
-        key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
-        if key not in config_keys or not eq:
-            fail(f"unknown option {arg!r} (use --key=value); {valid}", code=2)
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            value = raw # a bare string, e.g. --device=cpu
-        if isinstance(value, str):
-            value = os.path.expanduser(value) # --input_file=~/my.txt: the shell leaves a ~ after = alone
-        value = as_kind(value, kinds[key])
-        if value is None:
-            fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
-        namespace[key] = value
-
-
-def as_kind(value, kind):
-    """value if it is of kind, as a float if kind is float and it is an int;
-    else None. True is not an int here, nor is 5.0."""
-    if kind is float and type(value) is int:
-        return float(value)
-    return value if type(value) is kind else None
-
-
-def fail(message, code=1):
-    """Stop with a one-line error instead of a traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(code)
-
 # ------------
 # data: read the text, build the vocabulary, encode it, split it
 
@@ -118,41 +68,6 @@ def read_text(path=INPUT_PATH, url=DATA_URL):
         print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is "
               "(delete it to download Tiny Shakespeare again)")
     return text
-
-
-def download(url, path):
-    """Fetch url to path, check its sha256, and write it atomically: never a partial file."""
-    hint = f"download it by hand from {url} to {path}"
-    print(f"downloading Tiny Shakespeare from {url}")
-    try:
-        import requests
-        r = requests.get(url, timeout=30)
-        r.raise_for_status()
-    except ImportError:
-        fail(f"the requests package is missing (pip install requests), or {hint}")
-    except requests.RequestException as e:
-        reason = f"HTTP {e.response.status_code}" if e.response is not None else type(e).__name__
-        fail(f"could not download {url} ({reason}); {hint}")
-    digest = hashlib.sha256(r.content).hexdigest()
-    if digest != DATA_SHA256:
-        fail(f"the download has sha256 {digest}, expected {DATA_SHA256}; {hint}")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix='.tmp-')
-    except OSError as e:
-        fail(f"cannot write {path}: {e.strerror}; {hint}")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask) # mkstemp makes it private; give it a normal file's mode
-        with os.fdopen(fd, 'wb') as f:
-            f.write(r.content)
-        os.replace(tmp, path) # atomic: path is either absent or complete
-    except BaseException as e:
-        os.remove(tmp)
-        if isinstance(e, OSError): # a full disk: no partial file, and a one-line error
-            fail(f"cannot write {path}: {e.strerror}; {hint}")
-        raise
-    print(f"saved {len(r.content):,} bytes to {path} (sha256 checked)")
 
 
 def make_codec(chars):
@@ -295,6 +210,94 @@ def main():
     model.eval()
     context = torch.zeros((1, 1), dtype=torch.long, device=device) # token 0: '\n' in Tiny Shakespeare
     print(decode(m.generate(context, max_new_tokens=500)[0].tolist()))
+
+# ------------
+# not in the lecture: the command line and its checks, the download, and one-line
+# errors instead of tracebacks
+
+def apply_overrides(argv, namespace):
+    """Set top-level hyperparameters from --key=value arguments, each of the kind in KINDS (a
+    setting you add at the top: its default's kind)."""
+    valid = 'valid keys: ' + ', '.join(f'--{k}' for k in config_keys)
+    kinds = {k: KINDS.get(k, type(namespace[k])) for k in config_keys}
+    for key in config_keys: # the values at the top of this file, which a learner may have edited
+        value = as_kind(namespace[key], kinds[key])
+        if value is None:
+            fail(f"{key} = {namespace[key]!r} at the top of bigram.py must be {KIND_NAMES[kinds[key]]}",
+                 code=2)
+        namespace[key] = value
+    for arg in argv:
+        if arg in ('-h', '--help'): # each setting with its default and the comment beside it above
+            with open(__file__, encoding='utf-8') as f: # a comment may also go on the line below
+                notes = {key: f'{beside} {below}'.strip() for key, beside, below in
+                         re.findall(r'^(\w+) = [^#\n]*(?:# (.*))?(?:\n[ \t]+# (.*))?$', f.read(), re.M)}
+            lines = [f'  --{k}={namespace[k]!r}' for k in config_keys]
+            width = max(map(len, lines)) + 2
+            print(__doc__.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
+                                                       for line, k in zip(lines, config_keys)))
+            sys.exit(0)
+        key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
+        if key not in config_keys or not eq:
+            fail(f"unknown option {arg!r} (use --key=value); {valid}", code=2)
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw # a bare string, e.g. --device=cpu
+        if isinstance(value, str):
+            value = os.path.expanduser(value) # --input_file=~/my.txt: the shell leaves a ~ after = alone
+        value = as_kind(value, kinds[key])
+        if value is None:
+            fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
+        namespace[key] = value
+
+
+def as_kind(value, kind):
+    """value if it is of kind, as a float if kind is float and it is an int;
+    else None. True is not an int here, nor is 5.0."""
+    if kind is float and type(value) is int:
+        return float(value)
+    return value if type(value) is kind else None
+
+
+def fail(message, code=1):
+    """Stop with a one-line error instead of a traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def download(url, path):
+    """Fetch url to path, check its sha256, and write it atomically: never a partial file."""
+    hint = f"download it by hand from {url} to {path}"
+    print(f"downloading Tiny Shakespeare from {url}")
+    try:
+        import requests
+        r = requests.get(url, timeout=30)
+        r.raise_for_status()
+    except ImportError:
+        fail(f"the requests package is missing (pip install requests), or {hint}")
+    except requests.RequestException as e:
+        reason = f"HTTP {e.response.status_code}" if e.response is not None else type(e).__name__
+        fail(f"could not download {url} ({reason}); {hint}")
+    digest = hashlib.sha256(r.content).hexdigest()
+    if digest != DATA_SHA256:
+        fail(f"the download has sha256 {digest}, expected {DATA_SHA256}; {hint}")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix='.tmp-')
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror}; {hint}")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask) # mkstemp makes it private; give it a normal file's mode
+        with os.fdopen(fd, 'wb') as f:
+            f.write(r.content)
+        os.replace(tmp, path) # atomic: path is either absent or complete
+    except BaseException as e:
+        os.remove(tmp)
+        if isinstance(e, OSError): # a full disk: no partial file, and a one-line error
+            fail(f"cannot write {path}: {e.strerror}; {hint}")
+        raise
+    print(f"saved {len(r.content):,} bytes to {path} (sha256 checked)")
 
 
 if __name__ == '__main__':

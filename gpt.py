@@ -86,124 +86,6 @@ DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tiny
 DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
 INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
 
-
-def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None):
-    """Set namespace[key] from --key=value arguments for the given keys, each of the kind in
-    KINDS (other keys, and settings you add above: their default's kind); a --preset=name
-    applies presets[name] first, and the other arguments win over it. --help prints doc and each
-    key with its default and its note (default: its comment up here)."""
-    valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
-    kinds = {k: KINDS.get(k, type(namespace[k])) for k in keys}
-    for key in keys: # the values at the top of this file, which a learner may have edited
-        value = as_kind(namespace[key], kinds[key])
-        if value is WRONG_KIND:
-            fail(f"{key} = {namespace[key]!r} at the top of gpt.py must be {KIND_NAMES[kinds[key]]}",
-                 code=2)
-        namespace[key] = value
-    for arg in argv:
-        if arg in ('-h', '--help'):
-            notes = notes or setting_notes(__file__)
-            lines = [f'  --{k}={namespace[k]!r}' for k in keys]
-            width = max(map(len, lines)) + 2
-            print(doc.strip() + '\n\n' + '\n'.join(textwrap.fill(line.ljust(width) + notes.get(k, ''), 110,
-                                                                 subsequent_indent=' ' * width)
-                                                   for line, k in zip(lines, keys)))
-            sys.exit(0)
-        key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
-        if key not in keys or not eq:
-            fail(f"unknown option {arg!r} (use --key=value); {valid}", code=2)
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            value = raw # a bare string, e.g. --device=cpu
-        if isinstance(value, str):
-            value = os.path.expanduser(value) # --out_dir=~/runs: the shell leaves a ~ after = alone
-        value = as_kind(value, kinds[key])
-        if value is WRONG_KIND:
-            fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
-        namespace[key] = value
-    if presets and namespace.get('preset'):
-        if namespace['preset'] not in presets:
-            fail(f"unknown preset {namespace['preset']!r}; presets: {', '.join(presets)}", code=2)
-        namespace.update(presets[namespace['preset']])
-        apply_overrides(argv, namespace, keys)
-
-
-WRONG_KIND = object()
-KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number',
-              bool: 'True or False', str: 'a string', (bool, type(None)): 'True, False or None',
-              type(None): 'None'}
-
-
-def as_kind(value, kind):
-    """value if it is of kind (a type, or a tuple of types), as a float if kind is float and it
-    is an int; else WRONG_KIND. True is not an int here, nor is 5.0."""
-    if kind is float and type(value) is int:
-        return float(value)
-    return value if type(value) in (kind if isinstance(kind, tuple) else (kind,)) else WRONG_KIND
-
-
-def setting_notes(path):
-    """{setting: the comment beside it} from the top of the script at path, for --help."""
-    notes, key = {}, None
-    with open(path, encoding='utf-8') as f:
-        for line in f:
-            setting, comment = re.match(r'(\w+) = [^#]*(?:# (.*))?', line), re.match(r'\s+# (.*)', line)
-            if setting:
-                key, notes[setting.group(1)] = setting.group(1), (setting.group(2) or '').strip()
-            elif key and comment: # a comment below its setting: it goes on, or it is the only one
-                notes[key] = (notes[key] + ' ' + comment.group(1).strip()).lstrip()
-            else:
-                key = None
-    return notes
-
-
-def fail(message, code=1):
-    """Stop with a one-line error instead of a traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(code)
-
-
-def print_any_text():
-    """A character the output's encoding lacks prints as '?' instead of ending the run with a
-    UnicodeEncodeError: a sample of a Chinese --input_file into a file, on Windows, is cp1252."""
-    if hasattr(sys.stdout, 'reconfigure'): # not where a notebook has replaced sys.stdout
-        sys.stdout.reconfigure(errors='replace')
-
-
-def exit_on_broken_pipe():
-    """Whoever read the output stopped reading (| head): exit without a traceback."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # nothing left to flush at exit
-    sys.exit(1)
-
-
-def memory_error(e):
-    """What a RuntimeError that means out of memory says, in a few words; None for any other.
-    CUDA raises torch.OutOfMemoryError; MPS and the CPU a plain RuntimeError, the CPU with the
-    size in bytes (e.g. for the tril of a huge block_size)."""
-    if not re.search("out of memory|can't allocate memory", str(e)):
-        return None
-    asked = re.search(r"tried to allocate (\d+) bytes", str(e))
-    return f"{int(asked.group(1)) / 1e9:.1f} GB asked for" if asked else str(e).splitlines()[0][:80]
-
-
-def run_main(main, *args, shrink=None):
-    """Run a script's main(*args): Ctrl-C exits with 130, a reader that stops reading (| head)
-    ends it with 1, and running out of memory is a one-line error (that names the options to
-    shrink, if the script has any), none with a traceback."""
-    try:
-        main(*args)
-        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except BrokenPipeError:
-        exit_on_broken_pipe()
-    except RuntimeError as e:
-        what = memory_error(e)
-        if what is None:
-            raise
-        fail(f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
-
 # ------------
 # data: read the text, build the vocabulary, encode it, split it
 
@@ -225,92 +107,6 @@ def read_text(path=INPUT_PATH, url=DATA_URL):
         print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is "
               "(delete it to download Tiny Shakespeare again)")
     return text
-
-
-def why_unreadable(e):
-    """In words, why a file could not be read as text: the system's reason ('Is a directory'),
-    or the first byte that is not UTF-8 and where it is."""
-    if isinstance(e, UnicodeDecodeError):
-        return f"it is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start:,})"
-    return e.strerror
-
-
-def why_cannot_write(path):
-    """Why no file can be written at path, to say before the work whose result goes there; None if
-    one can (as far as can be told without writing)."""
-    if os.path.isdir(path):
-        return "it is a folder; give the name of a file"
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        return "no such folder"
-    return None
-
-
-def download(url, path):
-    """Fetch url to path, check its sha256, and write it atomically: never a partial file."""
-    hint = f"download it by hand from {url} to {path}"
-    print(f"downloading Tiny Shakespeare from {url}")
-    try:
-        import requests
-        r = requests.get(url, timeout=30)
-        r.raise_for_status()
-    except ImportError:
-        fail(f"the requests package is missing (pip install requests), or {hint}")
-    except requests.RequestException as e:
-        reason = f"HTTP {e.response.status_code}" if e.response is not None else type(e).__name__
-        fail(f"could not download {url} ({reason}); {hint}")
-    digest = hashlib.sha256(r.content).hexdigest()
-    if digest != DATA_SHA256:
-        fail(f"the download has sha256 {digest}, expected {DATA_SHA256}; {hint}")
-    save_atomically(path, lambda f: f.write(r.content))
-    print(f"saved {len(r.content):,} bytes to {path} (sha256 checked)")
-
-
-def save_atomically(path, write):
-    """write(f) into a temporary file beside path, then rename it over path in one step. If the
-    disk is full or the folder can't be written, path stays as it was: a one-line error."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.tmp-', suffix='-' + os.path.basename(path))
-    except OSError as e:
-        fail(f"cannot write {path}: {e.strerror}")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask) # mkstemp makes it private; give it a normal file's mode
-        with os.fdopen(fd, 'wb') as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException as e:
-        discard(tmp, path, e)
-        raise
-
-
-def discard(tmp, path, error):
-    """Remove the temporary file of a save to path that failed; a full disk or a folder that
-    can't be written is a one-line error, anything else (Ctrl-C) goes on up."""
-    os.remove(tmp)
-    cause = error if isinstance(error, OSError) else error.__context__ # torch.save wraps the OSError
-    if isinstance(cause, OSError):
-        fail(f"cannot write {path}: {cause.strerror or cause} (an earlier file there is untouched)")
-
-
-def link_atomically(src, path):
-    """Make path a second name of the file at src (a hard link: nothing is written), in one step.
-    save_atomically replaces src with a new file, never writing into it, so path keeps these
-    contents after src changes. Where the file system has no hard links, path gets a copy."""
-    tmp = os.path.join(os.path.dirname(os.path.abspath(path)),
-                       f'.tmp-{os.getpid()}-' + os.path.basename(path))
-    try:
-        os.link(src, tmp)
-    except OSError:
-        with open(src, 'rb') as f:
-            save_atomically(path, lambda g: shutil.copyfileobj(f, g))
-        return
-    try:
-        os.replace(tmp, path)
-    except BaseException as e:
-        discard(tmp, path, e)
-        raise
 
 
 def make_codec(chars):
@@ -375,45 +171,6 @@ def train_step(model, optimizer, xb, yb):
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
-
-
-class GraphReplay:
-    """use_cuda_graph: fn(x, y) recorded once as a CUDA graph, then replayed on each new batch.
-    At this model's size the CPU takes longer to launch a step's hundreds of small kernels one by
-    one than the GPU takes to run them; a replay launches all of them at once. The first `warmup`
-    calls run as usual (on a side stream, as recording requires); they also compile the model."""
-
-    def __init__(self, fn, warmup):
-        self.fn, self.warmup, self.graph = fn, warmup, None
-
-    def __call__(self, x, y):
-        if self.warmup > 0:
-            self.warmup -= 1
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                out = self.fn(x, y)
-            torch.cuda.current_stream().wait_stream(side)
-            return out
-        if self.graph is None: # record: the kernels are captured with fixed buffers, not run
-            self.x, self.y = x.clone(), y.clone()
-            self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
-                self.out = self.fn(self.x, self.y)
-        self.x.copy_(x) # the new batch goes into the recorded buffers
-        self.y.copy_(y)
-        self.graph.replay()
-        return self.out # the same tensor each time: the next replay overwrites it
-
-
-def step_functions(model, optimizer):
-    """train_step and forward_loss for this model, as (x, y) -> ... functions: with
-    use_cuda_graph, CUDA graphs recorded after 3 warm-up steps and 1 warm-up eval batch."""
-    step_fn = lambda xb, yb: train_step(model, optimizer, xb, yb)
-    eval_fn = lambda X, Y: forward_loss(model, X, Y)
-    if use_cuda_graph:
-        return GraphReplay(step_fn, warmup=3), GraphReplay(eval_fn, warmup=1)
-    return step_fn, eval_fn
 
 
 def autocast():
@@ -671,6 +428,25 @@ def check_compatible(checkpoint, chars, path):
         fail(f"cannot resume from {path}: " + '; '.join(diffs))
 
 
+def make_optimizer(model):
+    if use_cuda_graph: # a replayed update reads its rate and step counts from GPU tensors
+        return torch.optim.AdamW(model.parameters(), lr=torch.tensor(learning_rate, device=device),
+                                 fused=use_fused_adamw or None, capturable=True)
+    if use_fused_adamw: # one fused kernel for the whole update (CUDA)
+        return torch.optim.AdamW(model.parameters(), lr=learning_rate, fused=True)
+    # foreach: a few ops over all tensors instead of a loop; on a CPU the same numbers, faster
+    return torch.optim.AdamW(model.parameters(), lr=learning_rate, foreach=True)
+
+
+def load_optimizer_state(optimizer, state):
+    """AdamW's moments and step counts from a checkpoint, with this run's own settings (fused,
+    capturable, the rate as a float or a tensor), whichever device and switches wrote it."""
+    own = [{k: v for k, v in group.items() if k != 'params'} for group in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, settings in zip(optimizer.param_groups, own):
+        group.update(settings)
+
+
 def time_left(steps_done, seconds_per_step, eval_seconds, evaluated):
     """A rough estimate of the time until training ends: the steps left at the latest speed,
     and the evaluations left at the latest one's duration (evaluated: the one at steps_done)."""
@@ -697,110 +473,6 @@ class StopRequest:
         except (AttributeError, OSError): # a stderr without a file descriptor: a notebook's, a test's
             sys.stderr.write(message)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def check_device(name):
-    """The device type of name ('cuda', 'mps', 'cpu'), or a one-line error if it can't be used."""
-    try:
-        parsed = torch.device(name)
-    except RuntimeError:
-        fail(f"unknown device {name!r}: use cpu, cuda, cuda:N or mps")
-    device_type, index = parsed.type, parsed.index
-    if device_type == 'cuda' and not torch.cuda.is_available():
-        fail(f"cannot use device {name!r}: this PyTorch sees no CUDA GPU (none, no driver, or a CPU build)")
-    if device_type == 'cuda' and index is not None and index >= torch.cuda.device_count():
-        fail(f"cannot use device {name!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
-             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
-    if device_type == 'mps' and not torch.backends.mps.is_available():
-        fail(f"cannot use device {name!r}: this PyTorch sees no Apple GPU")
-    try:
-        torch.empty(0, device=name)
-    except (RuntimeError, AssertionError) as e: # e.g. xpu, which this build of PyTorch lacks
-        fail(f"cannot use device {name!r}: {str(e).splitlines()[0]}")
-    return device_type
-
-
-COMPILE_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
-SEEDS = range(-2**63, 2**64) # what torch.manual_seed takes
-
-
-def configure():
-    """Check the settings, and resolve the speed switches for this device: off where
-    unsupported, so CPU and MPS runs stay plain float32 and exact."""
-    global use_tf32, use_bf16, use_compile, use_fused_adamw, use_pinned, use_cuda_graph, fast_attention
-    for key in ('batch_size', 'block_size', 'n_embd', 'n_head', 'n_layer', 'eval_interval', 'eval_iters'):
-        if globals()[key] < 1:
-            fail(f"--{key} must be at least 1, got {globals()[key]}")
-    if n_embd % n_head:
-        fail(f"n_embd={n_embd} must be a multiple of n_head={n_head}")
-    for key in ('max_iters', 'max_new_tokens', 'warmup_iters', 'progress_seconds'):
-        if globals()[key] < 0:
-            fail(f"--{key} must be at least 0, got {globals()[key]}")
-    if learning_rate <= 0 or min_lr < 0:
-        fail(f"--learning_rate must be > 0 and --min_lr >= 0, got {learning_rate} and {min_lr}")
-    if lr_decay and min_lr > learning_rate:
-        fail(f"--min_lr={min_lr} is above --learning_rate={learning_rate}: lr_decay decays from "
-             "learning_rate down to min_lr, so lower --min_lr too")
-    if not 0 <= dropout < 1:
-        fail(f"--dropout must be in [0, 1), got {dropout}")
-    if seed not in SEEDS:
-        fail(f"--seed must be from -2**63 to 2**64 - 1, got {seed}")
-    if compile_mode not in COMPILE_MODES:
-        fail(f"--compile_mode must be one of {', '.join(COMPILE_MODES)}, got {compile_mode!r}")
-    device_type = check_device(device)
-    if device_type != 'cuda':
-        use_tf32 = use_bf16 = use_compile = use_fused_adamw = use_pinned = use_cuda_graph = False
-    if use_bf16 and torch.cuda.get_device_capability(device)[0] < 8:
-        use_bf16 = False # before Ampere (a T4, a V100) bfloat16 is emulated, slower than float32
-        print("note: this GPU has no bfloat16 units; use_bf16 is off")
-    if use_compile and not can_compile():
-        use_compile = False
-        print("note: torch.compile needs Triton (and PyTorch 2.6 or later); use_compile is off")
-    if use_cuda_graph and use_compile and compile_mode in ('reduce-overhead', 'max-autotune'):
-        fail(f"--compile_mode={compile_mode} records CUDA graphs of its own: "
-             "add --use_cuda_graph=False, or use another --compile_mode")
-    if fast_attention is None:
-        fast_attention = device_type == 'cuda'
-    torch.backends.cuda.matmul.allow_tf32 = use_tf32
-    torch.backends.cudnn.allow_tf32 = use_tf32
-    return device_type
-
-
-def can_compile():
-    """torch.compile on CUDA needs Triton (not on Windows by default); the final sample needs
-    torch.compiler.set_stance (PyTorch 2.6)."""
-    try:
-        import triton # noqa: F401
-    except ImportError:
-        return False
-    return hasattr(torch.compiler, 'set_stance')
-
-
-def compile_blocks(model):
-    """Regional compilation: compile the Block, the part that repeats, in place. All n_layer
-    Blocks run the same compiled code (their weights are its inputs), so compiling takes a
-    fraction of the whole model's time, and the state_dict keeps its keys."""
-    for block in model.blocks:
-        block.compile(mode=compile_mode)
-
-
-def make_optimizer(model):
-    if use_cuda_graph: # a replayed update reads its rate and step counts from GPU tensors
-        return torch.optim.AdamW(model.parameters(), lr=torch.tensor(learning_rate, device=device),
-                                 fused=use_fused_adamw or None, capturable=True)
-    if use_fused_adamw: # one fused kernel for the whole update (CUDA)
-        return torch.optim.AdamW(model.parameters(), lr=learning_rate, fused=True)
-    # foreach: a few ops over all tensors instead of a loop; on a CPU the same numbers, faster
-    return torch.optim.AdamW(model.parameters(), lr=learning_rate, foreach=True)
-
-
-def load_optimizer_state(optimizer, state):
-    """AdamW's moments and step counts from a checkpoint, with this run's own settings (fused,
-    capturable, the rate as a float or a tensor), whichever device and switches wrote it."""
-    own = [{k: v for k, v in group.items() if k != 'params'} for group in optimizer.param_groups]
-    optimizer.load_state_dict(state)
-    for group, settings in zip(optimizer.param_groups, own):
-        group.update(settings)
 
 
 def main():
@@ -978,6 +650,339 @@ def main():
     with torch.compiler.set_stance('force_eager') if use_compile else nullcontext():
         print(decode(m.generate(context, max_new_tokens=max_new_tokens)[0].tolist()))
     print(f"{time.time() - t0:.1f} s for training, evaluations and this sample")
+
+# ------------
+# the speed switches at work: CUDA graphs and torch.compile
+
+class GraphReplay:
+    """use_cuda_graph: fn(x, y) recorded once as a CUDA graph, then replayed on each new batch.
+    At this model's size the CPU takes longer to launch a step's hundreds of small kernels one by
+    one than the GPU takes to run them; a replay launches all of them at once. The first `warmup`
+    calls run as usual (on a side stream, as recording requires); they also compile the model."""
+
+    def __init__(self, fn, warmup):
+        self.fn, self.warmup, self.graph = fn, warmup, None
+
+    def __call__(self, x, y):
+        if self.warmup > 0:
+            self.warmup -= 1
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                out = self.fn(x, y)
+            torch.cuda.current_stream().wait_stream(side)
+            return out
+        if self.graph is None: # record: the kernels are captured with fixed buffers, not run
+            self.x, self.y = x.clone(), y.clone()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out = self.fn(self.x, self.y)
+        self.x.copy_(x) # the new batch goes into the recorded buffers
+        self.y.copy_(y)
+        self.graph.replay()
+        return self.out # the same tensor each time: the next replay overwrites it
+
+
+def step_functions(model, optimizer):
+    """train_step and forward_loss for this model, as (x, y) -> ... functions: with
+    use_cuda_graph, CUDA graphs recorded after 3 warm-up steps and 1 warm-up eval batch."""
+    step_fn = lambda xb, yb: train_step(model, optimizer, xb, yb)
+    eval_fn = lambda X, Y: forward_loss(model, X, Y)
+    if use_cuda_graph:
+        return GraphReplay(step_fn, warmup=3), GraphReplay(eval_fn, warmup=1)
+    return step_fn, eval_fn
+
+
+def can_compile():
+    """torch.compile on CUDA needs Triton (not on Windows by default); the final sample needs
+    torch.compiler.set_stance (PyTorch 2.6)."""
+    try:
+        import triton # noqa: F401
+    except ImportError:
+        return False
+    return hasattr(torch.compiler, 'set_stance')
+
+
+def compile_blocks(model):
+    """Regional compilation: compile the Block, the part that repeats, in place. All n_layer
+    Blocks run the same compiled code (their weights are its inputs), so compiling takes a
+    fraction of the whole model's time, and the state_dict keeps its keys."""
+    for block in model.blocks:
+        block.compile(mode=compile_mode)
+
+# ------------
+# not in the lecture: the command line, checks of the settings and the device, files
+# written whole or not at all, the download, and one-line errors instead of tracebacks
+
+def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None):
+    """Set namespace[key] from --key=value arguments for the given keys, each of the kind in
+    KINDS (other keys, and settings you add at the top: their default's kind); a --preset=name
+    applies presets[name] first, and the other arguments win over it. --help prints doc and each
+    key with its default and its note (default: its comment at the top of this file)."""
+    valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
+    kinds = {k: KINDS.get(k, type(namespace[k])) for k in keys}
+    for key in keys: # the values at the top of this file, which a learner may have edited
+        value = as_kind(namespace[key], kinds[key])
+        if value is WRONG_KIND:
+            fail(f"{key} = {namespace[key]!r} at the top of gpt.py must be {KIND_NAMES[kinds[key]]}",
+                 code=2)
+        namespace[key] = value
+    for arg in argv:
+        if arg in ('-h', '--help'):
+            notes = notes or setting_notes(__file__)
+            lines = [f'  --{k}={namespace[k]!r}' for k in keys]
+            width = max(map(len, lines)) + 2
+            print(doc.strip() + '\n\n' + '\n'.join(textwrap.fill(line.ljust(width) + notes.get(k, ''), 110,
+                                                                 subsequent_indent=' ' * width)
+                                                   for line, k in zip(lines, keys)))
+            sys.exit(0)
+        key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
+        if key not in keys or not eq:
+            fail(f"unknown option {arg!r} (use --key=value); {valid}", code=2)
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw # a bare string, e.g. --device=cpu
+        if isinstance(value, str):
+            value = os.path.expanduser(value) # --out_dir=~/runs: the shell leaves a ~ after = alone
+        value = as_kind(value, kinds[key])
+        if value is WRONG_KIND:
+            fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
+        namespace[key] = value
+    if presets and namespace.get('preset'):
+        if namespace['preset'] not in presets:
+            fail(f"unknown preset {namespace['preset']!r}; presets: {', '.join(presets)}", code=2)
+        namespace.update(presets[namespace['preset']])
+        apply_overrides(argv, namespace, keys)
+
+
+WRONG_KIND = object()
+KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number',
+              bool: 'True or False', str: 'a string', (bool, type(None)): 'True, False or None',
+              type(None): 'None'}
+
+
+def as_kind(value, kind):
+    """value if it is of kind (a type, or a tuple of types), as a float if kind is float and it
+    is an int; else WRONG_KIND. True is not an int here, nor is 5.0."""
+    if kind is float and type(value) is int:
+        return float(value)
+    return value if type(value) in (kind if isinstance(kind, tuple) else (kind,)) else WRONG_KIND
+
+
+def setting_notes(path):
+    """{setting: the comment beside it} from the top of the script at path, for --help."""
+    notes, key = {}, None
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            setting, comment = re.match(r'(\w+) = [^#]*(?:# (.*))?', line), re.match(r'\s+# (.*)', line)
+            if setting:
+                key, notes[setting.group(1)] = setting.group(1), (setting.group(2) or '').strip()
+            elif key and comment: # a comment below its setting: it goes on, or it is the only one
+                notes[key] = (notes[key] + ' ' + comment.group(1).strip()).lstrip()
+            else:
+                key = None
+    return notes
+
+
+COMPILE_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
+SEEDS = range(-2**63, 2**64) # what torch.manual_seed takes
+
+
+def configure():
+    """Check the settings, and resolve the speed switches for this device: off where
+    unsupported, so CPU and MPS runs stay plain float32 and exact."""
+    global use_tf32, use_bf16, use_compile, use_fused_adamw, use_pinned, use_cuda_graph, fast_attention
+    for key in ('batch_size', 'block_size', 'n_embd', 'n_head', 'n_layer', 'eval_interval', 'eval_iters'):
+        if globals()[key] < 1:
+            fail(f"--{key} must be at least 1, got {globals()[key]}")
+    if n_embd % n_head:
+        fail(f"n_embd={n_embd} must be a multiple of n_head={n_head}")
+    for key in ('max_iters', 'max_new_tokens', 'warmup_iters', 'progress_seconds'):
+        if globals()[key] < 0:
+            fail(f"--{key} must be at least 0, got {globals()[key]}")
+    if learning_rate <= 0 or min_lr < 0:
+        fail(f"--learning_rate must be > 0 and --min_lr >= 0, got {learning_rate} and {min_lr}")
+    if lr_decay and min_lr > learning_rate:
+        fail(f"--min_lr={min_lr} is above --learning_rate={learning_rate}: lr_decay decays from "
+             "learning_rate down to min_lr, so lower --min_lr too")
+    if not 0 <= dropout < 1:
+        fail(f"--dropout must be in [0, 1), got {dropout}")
+    if seed not in SEEDS:
+        fail(f"--seed must be from -2**63 to 2**64 - 1, got {seed}")
+    if compile_mode not in COMPILE_MODES:
+        fail(f"--compile_mode must be one of {', '.join(COMPILE_MODES)}, got {compile_mode!r}")
+    device_type = check_device(device)
+    if device_type != 'cuda':
+        use_tf32 = use_bf16 = use_compile = use_fused_adamw = use_pinned = use_cuda_graph = False
+    if use_bf16 and torch.cuda.get_device_capability(device)[0] < 8:
+        use_bf16 = False # before Ampere (a T4, a V100) bfloat16 is emulated, slower than float32
+        print("note: this GPU has no bfloat16 units; use_bf16 is off")
+    if use_compile and not can_compile():
+        use_compile = False
+        print("note: torch.compile needs Triton (and PyTorch 2.6 or later); use_compile is off")
+    if use_cuda_graph and use_compile and compile_mode in ('reduce-overhead', 'max-autotune'):
+        fail(f"--compile_mode={compile_mode} records CUDA graphs of its own: "
+             "add --use_cuda_graph=False, or use another --compile_mode")
+    if fast_attention is None:
+        fast_attention = device_type == 'cuda'
+    torch.backends.cuda.matmul.allow_tf32 = use_tf32
+    torch.backends.cudnn.allow_tf32 = use_tf32
+    return device_type
+
+
+def check_device(name):
+    """The device type of name ('cuda', 'mps', 'cpu'), or a one-line error if it can't be used."""
+    try:
+        parsed = torch.device(name)
+    except RuntimeError:
+        fail(f"unknown device {name!r}: use cpu, cuda, cuda:N or mps")
+    device_type, index = parsed.type, parsed.index
+    if device_type == 'cuda' and not torch.cuda.is_available():
+        fail(f"cannot use device {name!r}: this PyTorch sees no CUDA GPU (none, no driver, or a CPU build)")
+    if device_type == 'cuda' and index is not None and index >= torch.cuda.device_count():
+        fail(f"cannot use device {name!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s), "
+             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    if device_type == 'mps' and not torch.backends.mps.is_available():
+        fail(f"cannot use device {name!r}: this PyTorch sees no Apple GPU")
+    try:
+        torch.empty(0, device=name)
+    except (RuntimeError, AssertionError) as e: # e.g. xpu, which this build of PyTorch lacks
+        fail(f"cannot use device {name!r}: {str(e).splitlines()[0]}")
+    return device_type
+
+
+def fail(message, code=1):
+    """Stop with a one-line error instead of a traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def print_any_text():
+    """A character the output's encoding lacks prints as '?' instead of ending the run with a
+    UnicodeEncodeError: a sample of a Chinese --input_file into a file, on Windows, is cp1252."""
+    if hasattr(sys.stdout, 'reconfigure'): # not where a notebook has replaced sys.stdout
+        sys.stdout.reconfigure(errors='replace')
+
+
+def exit_on_broken_pipe():
+    """Whoever read the output stopped reading (| head): exit without a traceback."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # nothing left to flush at exit
+    sys.exit(1)
+
+
+def memory_error(e):
+    """What a RuntimeError that means out of memory says, in a few words; None for any other.
+    CUDA raises torch.OutOfMemoryError; MPS and the CPU a plain RuntimeError, the CPU with the
+    size in bytes (e.g. for the tril of a huge block_size)."""
+    if not re.search("out of memory|can't allocate memory", str(e)):
+        return None
+    asked = re.search(r"tried to allocate (\d+) bytes", str(e))
+    return f"{int(asked.group(1)) / 1e9:.1f} GB asked for" if asked else str(e).splitlines()[0][:80]
+
+
+def run_main(main, *args, shrink=None):
+    """Run a script's main(*args): Ctrl-C exits with 130, a reader that stops reading (| head)
+    ends it with 1, and running out of memory is a one-line error (that names the options to
+    shrink, if the script has any), none with a traceback."""
+    try:
+        main(*args)
+        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        exit_on_broken_pipe()
+    except RuntimeError as e:
+        what = memory_error(e)
+        if what is None:
+            raise
+        fail(f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
+
+
+def why_unreadable(e):
+    """In words, why a file could not be read as text: the system's reason ('Is a directory'),
+    or the first byte that is not UTF-8 and where it is."""
+    if isinstance(e, UnicodeDecodeError):
+        return f"it is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start:,})"
+    return e.strerror
+
+
+def why_cannot_write(path):
+    """Why no file can be written at path, to say before the work whose result goes there; None if
+    one can (as far as can be told without writing)."""
+    if os.path.isdir(path):
+        return "it is a folder; give the name of a file"
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        return "no such folder"
+    return None
+
+
+def download(url, path):
+    """Fetch url to path, check its sha256, and write it atomically: never a partial file."""
+    hint = f"download it by hand from {url} to {path}"
+    print(f"downloading Tiny Shakespeare from {url}")
+    try:
+        import requests
+        r = requests.get(url, timeout=30)
+        r.raise_for_status()
+    except ImportError:
+        fail(f"the requests package is missing (pip install requests), or {hint}")
+    except requests.RequestException as e:
+        reason = f"HTTP {e.response.status_code}" if e.response is not None else type(e).__name__
+        fail(f"could not download {url} ({reason}); {hint}")
+    digest = hashlib.sha256(r.content).hexdigest()
+    if digest != DATA_SHA256:
+        fail(f"the download has sha256 {digest}, expected {DATA_SHA256}; {hint}")
+    save_atomically(path, lambda f: f.write(r.content))
+    print(f"saved {len(r.content):,} bytes to {path} (sha256 checked)")
+
+
+def save_atomically(path, write):
+    """write(f) into a temporary file beside path, then rename it over path in one step. If the
+    disk is full or the folder can't be written, path stays as it was: a one-line error."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix='.tmp-', suffix='-' + os.path.basename(path))
+    except OSError as e:
+        fail(f"cannot write {path}: {e.strerror}")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask) # mkstemp makes it private; give it a normal file's mode
+        with os.fdopen(fd, 'wb') as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException as e:
+        discard(tmp, path, e)
+        raise
+
+
+def discard(tmp, path, error):
+    """Remove the temporary file of a save to path that failed; a full disk or a folder that
+    can't be written is a one-line error, anything else (Ctrl-C) goes on up."""
+    os.remove(tmp)
+    cause = error if isinstance(error, OSError) else error.__context__ # torch.save wraps the OSError
+    if isinstance(cause, OSError):
+        fail(f"cannot write {path}: {cause.strerror or cause} (an earlier file there is untouched)")
+
+
+def link_atomically(src, path):
+    """Make path a second name of the file at src (a hard link: nothing is written), in one step.
+    save_atomically replaces src with a new file, never writing into it, so path keeps these
+    contents after src changes. Where the file system has no hard links, path gets a copy."""
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)),
+                       f'.tmp-{os.getpid()}-' + os.path.basename(path))
+    try:
+        os.link(src, tmp)
+    except OSError:
+        with open(src, 'rb') as f:
+            save_atomically(path, lambda g: shutil.copyfileobj(f, g))
+        return
+    try:
+        os.replace(tmp, path)
+    except BaseException as e:
+        discard(tmp, path, e)
+        raise
 
 
 if __name__ == '__main__':

@@ -1,5 +1,6 @@
 """The scripts run as a learner runs them: in this process (run_here) or, where only a process of
 its own shows it (the end-to-end run, Ctrl-C, child processes), in a new one."""
+import ast
 import json
 import os
 import re
@@ -200,6 +201,28 @@ def test_help_lists_the_hyperparameters_with_their_comments(script, first):
                                                    'small kernels per step')
     if script == 'scripts/bench.py':  # its own settings too, with their comments
         assert settings['steps'].split()[0] == '20' and 'timed steps' in settings['steps']
+
+
+# the lecture's definitions in each script, in the order the lecture builds them
+LECTURE_ORDER = {
+    'bigram.py': ['read_text', 'make_codec', 'get_batch', 'estimate_loss', 'BigramLanguageModel', 'main'],
+    'gpt.py': ['read_text', 'make_codec', 'split_data', 'get_batch', 'estimate_loss', 'Head',
+               'MultiHeadAttention', 'FeedForward', 'Block', 'GPTLanguageModel', 'get_lr', 'main'],
+}
+
+
+@pytest.mark.parametrize('script', sorted(LECTURE_ORDER))
+def test_a_script_reads_in_the_lectures_order_with_the_rest_after_its_loop(script):
+    with open(os.path.join(ROOT, script), encoding='utf-8') as f:
+        source = f.read()
+    defs = [node.name for node in ast.parse(source).body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    assert [name for name in defs if name in LECTURE_ORDER[script]] == LECTURE_ORDER[script]
+    assert defs[0] == 'read_text' # right after the hyperparameters: the data
+    # what the lecture's script did not need, under a line that says so, after the loop
+    rest = source.index('\n# not in the lecture:')
+    assert source.index('\ndef main(') < rest < source.index('\ndef apply_overrides(')
+    assert source.index('\ndef fail(') > rest
 
 
 def test_importing_is_silent(tmp_path):

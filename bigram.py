@@ -148,19 +148,7 @@ def main():
     if hasattr(sys.stdout, 'reconfigure'): # a character the output's encoding lacks (Windows: cp1252)
         sys.stdout.reconfigure(errors='replace') # prints as '?', not as a UnicodeEncodeError
     apply_overrides(sys.argv[1:], globals())
-    for key in ('batch_size', 'block_size', 'eval_interval', 'eval_iters'):
-        if globals()[key] < 1:
-            fail(f"--{key} must be at least 1, got {globals()[key]}")
-    if max_iters < 0:
-        fail(f"--max_iters must be at least 0, got {max_iters}")
-    if learning_rate <= 0:
-        fail(f"--learning_rate must be > 0, got {learning_rate}")
-    if not -2**63 <= seed < 2**64: # what torch.manual_seed takes
-        fail(f"--seed must be from -2**63 to 2**64 - 1, got {seed}")
-    try:
-        torch.zeros(1).to(device) # --device=cuda on a machine without one: one line, not a traceback
-    except (RuntimeError, AssertionError) as e:
-        fail(f"cannot use device {device!r}: {str(e).splitlines()[0]}")
+    check_settings()
     print(f"device: {device}")
     print('config: ' + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
     torch.manual_seed(seed)
@@ -249,6 +237,24 @@ def apply_overrides(argv, namespace):
         if value is None:
             fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
         namespace[key] = value
+
+
+def check_settings():
+    """A value out of range, or a device this machine lacks, is a one-line error here, before the
+    run, not a traceback from inside it."""
+    for key in ('batch_size', 'block_size', 'eval_interval', 'eval_iters'):
+        if globals()[key] < 1:
+            fail(f"--{key} must be at least 1, got {globals()[key]}")
+    if max_iters < 0:
+        fail(f"--max_iters must be at least 0, got {max_iters}")
+    if learning_rate <= 0:
+        fail(f"--learning_rate must be > 0, got {learning_rate}")
+    if not -2**63 <= seed < 2**64: # what torch.manual_seed takes
+        fail(f"--seed must be from -2**63 to 2**64 - 1, got {seed}")
+    try:
+        torch.zeros(1).to(device) # --device=cuda on a machine without one
+    except (RuntimeError, AssertionError) as e:
+        fail(f"cannot use device {device!r}: {str(e).splitlines()[0]}")
 
 
 def as_kind(value, kind):

@@ -428,6 +428,24 @@ def check_compatible(checkpoint, chars, path):
         fail(f"cannot resume from {path}: " + '; '.join(diffs))
 
 
+def start_log(log_path, start_step):
+    """Make out_dir and start its log.csv: a header, and on resume the rows up to start_step (not
+    those past the checkpoint, nor one that a full disk or a crash cut short)."""
+    keep = []
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        if resume and os.path.exists(log_path):
+            with open(log_path, errors='replace') as f: # after the last newline: '', or a row
+                rows = f.read().split('\n')[1:-1]      # that a full disk or a crash cut short
+            steps = [row.split(',')[0] for row in rows]
+            keep = [row for row, step in zip(rows, steps) if step.isdigit() and int(step) <= start_step]
+        log = '\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n'
+        save_atomically(log_path, lambda f: f.write(log.encode())) # Ctrl-C here keeps the old log
+    except OSError as e:
+        problem = 'it is a file' if os.path.isfile(out_dir) else e.strerror
+        fail(f"cannot write into --out_dir={out_dir}: {problem}")
+
+
 def make_optimizer(model):
     if use_cuda_graph: # a replayed update reads its rate and step counts from GPU tensors
         return torch.optim.AdamW(model.parameters(), lr=torch.tensor(learning_rate, device=device),
@@ -541,19 +559,7 @@ def main():
             print(f"note: max_iters is {max_iters}: nothing left to train (a larger --max_iters trains on)")
 
     if out_dir:
-        keep = []
-        try:
-            os.makedirs(out_dir, exist_ok=True)
-            if resume and os.path.exists(log_path): # drop log rows past the checkpoint (and damaged ones)
-                with open(log_path, errors='replace') as f: # after the last newline: '', or a row
-                    rows = f.read().split('\n')[1:-1]      # that a full disk or a crash cut short
-                steps = [row.split(',')[0] for row in rows]
-                keep = [row for row, step in zip(rows, steps) if step.isdigit() and int(step) <= start_step]
-            log = '\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n'
-            save_atomically(log_path, lambda f: f.write(log.encode())) # Ctrl-C here keeps the old log
-        except OSError as e:
-            problem = 'it is a file' if os.path.isfile(out_dir) else e.strerror
-            fail(f"cannot write into --out_dir={out_dir}: {problem}")
+        start_log(log_path, start_step)
 
     if use_compile:
         compile_blocks(model) # compiles on first use: the first eval, then the first step

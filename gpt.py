@@ -3,7 +3,7 @@ The GPT of "Let's build GPT: from scratch, in code, spelled out" (Andrej Karpath
 a character-level, decoder-only Transformer trained on Tiny Shakespeare.
 
     python gpt.py                                    # the lecture's run (a GPU: minutes; a CPU: hours)
-    python gpt.py --n_layer=2 --n_embd=64 --block_size=64 --max_iters=500   # a quick CPU run
+    python gpt.py --preset=cpu                       # no GPU: val loss 1.63 in 2 minutes on 2 cores
     python gpt.py --resume=True                      # continue from out/ckpt.pt
     python scripts/sample.py --prompt="ROMEO:"       # sample from out/best.pt without training
 

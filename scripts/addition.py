@@ -121,14 +121,15 @@ def greedy(model, idx, new_tokens):
     return idx
 
 
-def exact_match(model, seq, prompt_length, device, chunk=500):
-    """Greedy decoding from each prompt; the share of problems whose whole answer is right."""
+def exact_match(model, seq, prompt_length, device, chunk=500, scored_from=None):
+    """Greedy decoding from each prompt; the share of problems whose whole answer is right (all
+    it writes, or what it writes from position scored_from on)."""
     model.eval()
     right = 0
     for i in range(0, len(seq), chunk):
         batch = seq[i:i + chunk].to(device)
         out = greedy(model, batch[:, :prompt_length], seq.shape[1] - prompt_length)
-        right += (out == batch).all(dim=1).sum().item()
+        right += (out == batch)[:, scored_from or prompt_length:].all(dim=1).sum().item()
     model.train()
     return right / len(seq)
 
@@ -200,7 +201,7 @@ def main(argv):
           f"up to {args.max_steps} steps of {args.batch_size}")
 
     accuracy, step = 0.0, 0
-    t0 = time.time()
+    t0, t_evals = time.time(), 0.0 # t_evals: time spent evaluating, not training
     for step in range(1, args.max_steps + 1):
         xb, yb = problems.batch(args.batch_size)
         gpt.set_lr(optimizer, gpt.get_lr(step - 1))
@@ -211,9 +212,12 @@ def main(argv):
         optimizer.step()
         out_of_time = args.max_seconds is not None and time.time() - t0 > args.max_seconds
         if step % args.eval_every == 0 or step == args.max_steps or out_of_time:
+            t_eval = time.time()
+            ms_per_step = 1000 * (t_eval - t0 - t_evals) / step
             accuracy = exact_match(model, held, problems.prompt_length, args.device)
             print(f"step {step}: loss {loss.item():.4f}, held-out exact match {accuracy:.1%}"
-                  f" | {time.time() - t_start:.1f}s", flush=True)
+                  f" | {time.time() - t_start:.1f}s, {ms_per_step:.0f} ms/step", flush=True)
+            t_evals += time.time() - t_eval
             if accuracy >= args.target or out_of_time:
                 break
 

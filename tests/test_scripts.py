@@ -290,7 +290,7 @@ def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
 @needs_input
 @pytest.mark.parametrize('command', [
     'bench.py --device=cpu --n_layer=1 --n_head=2 --n_embd=32 --block_size=16 --steps=10000',
-    'data_walkthrough.py', 'addition.py', 'ex3.py --corpus=README.md', 'ex4.py',
+    'data_walkthrough.py', 'addition.py', 'calculator.py --cot', 'ex3.py --corpus=README.md', 'ex4.py',
     '../bigram.py --max_iters=100000'])
 def test_ctrl_c_stops_a_script_without_a_traceback(command):
     p, _, _, err = press_ctrl_c(*command.split(), after=lambda lines: len(lines) == 1) # once it has started
@@ -307,6 +307,7 @@ TINY_TRY = '--n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --eval_iters=1 --m
     'scripts/progression.py --stages 1 --max_iters=2 --eval_iters=1',
     'scripts/bench.py --device=cpu --n_layer=1 --n_head=2 --n_embd=16 --block_size=8 --steps=1',
     'scripts/addition.py --digits 1 --max_steps=2',
+    'scripts/calculator.py --digits 1 --max_steps=2 --cot',
     f'scripts/ex3.py --corpus={os.path.join(ROOT, "README.md")} --preset= {" ".join(TINY_GPT)}',
     'scripts/ex4.py --features baseline --seeds 1 --max_iters=2',
     f'scripts/cpu_sweep.py --try="{TINY_TRY} --max_iters=2"'])
@@ -373,6 +374,9 @@ def test_ctrl_c_stops_the_sweep_with_the_table_so_far():
     ('addition', ['--max_seconds=-1'], '--max_seconds must be above 0, got -1.0'),
     ('addition', ['--warmup=-5'], '--warmup must be at least 0, got -5'),
     ('addition', ['--target=2'], 'at most 1 (0.99: 99%), got 2.0'),
+    ('calculator', ['--digits=10'], '--digits must be 1 to 9'),
+    ('calculator', ['--batch_size=3'], '--batch_size must be at least one problem per operation, got 3'),
+    ('calculator', ['--lr=0'], '--lr must be above 0, got 0.0'),
 ])
 def test_scripts_reject_bad_values_in_one_line(script, args, words):
     r = run_here(os.path.join('scripts', f'{script}.py'), *args)
@@ -412,8 +416,8 @@ def test_a_missing_input_file_fails_before_the_cpu_hint(tmp_path):
     assert 'hint' not in r.stdout and os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize('script', ['progression', 'cpu_sweep', 'addition', 'plot_losses', 'sample', 'ex3',
-                                    'ex4'])
+@pytest.mark.parametrize('script', ['progression', 'cpu_sweep', 'addition', 'calculator', 'plot_losses',
+                                    'sample', 'ex3', 'ex4'])
 def test_every_script_with_options_answers_a_wrong_one_in_one_line(script, tmp_path):
     r = run_here(os.path.join('scripts', f'{script}.py'), '--corpus=x', '--no_such_option', cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == '', r.stdout
@@ -423,7 +427,8 @@ def test_every_script_with_options_answers_a_wrong_one_in_one_line(script, tmp_p
 
 
 @pytest.mark.parametrize('command', ['gpt.py', 'bigram.py', 'scripts/progression.py', 'scripts/bench.py',
-                                     'scripts/sample.py', 'scripts/addition.py', 'scripts/ex3.py --corpus=x',
+                                     'scripts/sample.py', 'scripts/addition.py', 'scripts/calculator.py',
+                                     'scripts/ex3.py --corpus=x',
                                      'scripts/ex4.py'])
 @pytest.mark.parametrize('device, words', [
     ('foo', ["device 'foo'", 'cpu', 'cuda', 'mps']),

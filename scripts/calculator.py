@@ -1,0 +1,269 @@
+"""
+After EX2, the lecture's next step: one GPT as a calculator for + - * and /.
+
+    python scripts/calculator.py                     # 2-digit operands, all four operations
+    python scripts/calculator.py --cot               # the same, with the work written out
+    python scripts/calculator.py --digits 3 --ops '*' --cot
+
+A problem has zero-padded n-digit operands, and each answer is written in the order its
+pencil-and-paper method produces the digits, then an end marker:
+
+    42+57=990$       sum, n+1 digits, least significant first (99 -> 099 -> 990)
+    42-57=-51$       sign (+ or -), then |difference|, n digits, least significant first
+    42*57=4932$      product, 2n digits, least significant first (2394)
+    57/42=01r15$     quotient, n digits, most significant first (long division), 'r', remainder
+
+With --cot (chain of thought) the model writes its work before the answer, as on paper:
+
+    42*57=492+0012=4932$
+        the partial products 42*7 = 294 and 42*5*10 = 2100, least significant digit first,
+        then their sum
+    57/42=240,480,621,861,012,252,492,633,873=050,151=01r15$
+        the multiples 1*42 .. 9*42, then long division, a step per digit of 57: how many 42s
+        fit in what is there so far (5, then 57), and what remains (05, then 15); multiples and
+        remainders least significant digit first, as subtraction writes them; then the answer
+
+The model is gpt.py's GPTLanguageModel with its own 18-symbol vocabulary. One model learns all
+the operations asked for; each batch holds an equal share of each, drawn at random (operands 1
+to n digits long; a divisor of 0 becomes 1). The prompt is masked out of the loss (target -1,
+ignore_index), as in scripts/addition.py. It is scored per operation by greedy decoding, as
+exact match of the answer (the work it wrote before is not scored: the answer is what a
+calculator is for), on 1,000 held-out problems of n-digit operands (fewer where there are not
+so many) that never appear in training.
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import addition  # noqa: E402
+from addition import gpt  # noqa: E402
+
+VOCAB = '0123456789+-*/=r,$' # '$' ends an answer
+OPS = '+-*/'
+TOKEN = {ch: i for i, ch in enumerate(VOCAB)}
+
+
+def joined(parts, separator):
+    """(B, w_i) token tensors -> one (B, sum of w_i + separators) tensor, the separator between"""
+    sep = torch.full((len(parts[0]), 1), TOKEN[separator])
+    return torch.cat([t for part in parts for t in (sep, part)][1:], dim=1)
+
+
+def decode(tokens):
+    return ''.join(VOCAB[t] for t in tokens)
+
+
+class Problems:
+    """n-digit problems of the given operations as token sequences, from a seeded generator."""
+
+    def __init__(self, digits, ops=OPS, cot=False, seed=1337):
+        self.n, self.ops, self.cot = digits, ops, cot
+        self.gen = torch.Generator().manual_seed(seed)
+        self.powers = 10 ** torch.arange(digits - 1, -1, -1) # most significant digit first
+        self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
+        gen = torch.Generator().manual_seed(seed + 1)
+        for op in ops:
+            count = min(1000, 10 ** (2 * digits) // 5)
+            held = {}
+            while len(held) < count: # a dict keeps the order drawn and drops repeats
+                a, b = self.operands(op, count - len(held), gen, mixed=False)
+                held.update(dict.fromkeys(zip(a.tolist(), b.tolist())))
+            self.held_out[op] = list(held)
+        self.held_set = {(op, a, b) for op, pairs in self.held_out.items() for a, b in pairs}
+
+    @property
+    def prompt_length(self):
+        return 2 * self.n + 2
+
+    def length(self, op):
+        """tokens per problem of this operation: prompt, work (if any), answer, end marker"""
+        one = torch.ones(1, dtype=torch.long)
+        return self.prompt_length + self.written(op, one, one).shape[1] + 1
+
+    def answer_start(self, op):
+        """where the answer begins in a problem of this operation: after its last '='"""
+        one = torch.ones(1, dtype=torch.long)
+        return int((self.encode(op, one, one)[0] == TOKEN['=']).nonzero().max()) + 1
+
+    def operands(self, op, count, gen, mixed=True):
+        """two (count,) tensors of random numbers below 10**n; a divisor is at least 1"""
+        digits = torch.randint(10, (2, count, self.n), generator=gen) # MSD first
+        if mixed: # 1..n digits: zero those above the length
+            sizes = torch.randint(1, self.n + 1, (2, count, 1), generator=gen)
+            digits = digits * (torch.arange(self.n - 1, -1, -1) < sizes)
+        a, b = digits @ self.powers
+        return a, (b.clamp(min=1) if op == '/' else b)
+
+    def digits_of(self, x, width):
+        return (x[:, None] // 10 ** torch.arange(width - 1, -1, -1)) % 10 # (B,width), MSD first
+
+    def written(self, op, a, b):
+        """(B,) operands -> (B, W) tokens of the work, if any, and the answer"""
+        n, B = self.n, len(a)
+        if op == '+':
+            return self.digits_of(a + b, n + 1).flip(1)
+        if op == '-':
+            sign = torch.where(a >= b, TOKEN['+'], TOKEN['-'])[:, None]
+            return torch.cat([sign, self.digits_of((a - b).abs(), n).flip(1)], dim=1)
+        if op == '*':
+            product = self.digits_of(a * b, 2 * n).flip(1)
+            if not self.cot:
+                return product
+            # the work: the partial products a * (digit j of b) * 10**j, each least significant
+            # digit first (so j zeros lead), then the product as their sum
+            partials = [torch.cat([torch.zeros(B, j, dtype=torch.long),
+                                   self.digits_of(a * (b // 10 ** j % 10), n + 1).flip(1)], dim=1)
+                        for j in range(n)]
+            return joined([joined(partials, '+'), product], '=')
+        answer = torch.cat([self.digits_of(a // b, n), torch.full((B, 1), TOKEN['r']),
+                            self.digits_of(a % b, n)], dim=1)
+        if not self.cot:
+            return answer
+        # the work: the multiples 1b..9b, then long division: per digit of a, the running
+        # remainder times 10 plus that digit, divided by b: the quotient digit (how many of the
+        # multiples fit), then what remains (n digits); multiples and remainders least
+        # significant digit first, as subtraction writes them
+        multiples = [self.digits_of(k * b, n + 1).flip(1) for k in range(1, 10)]
+        steps, r = [], torch.zeros_like(a)
+        for i in range(n):
+            c = 10 * r + a // 10 ** (n - 1 - i) % 10
+            q, r = c // b, c % b
+            steps.append(torch.cat([q[:, None], self.digits_of(r, n).flip(1)], dim=1))
+        return joined([joined(multiples, ','), joined(steps, ','), answer], '=')
+
+    def encode(self, op, a, b):
+        """(B,) operands of one operation -> (B, length(op)) token sequences"""
+        sign, eq, end = (torch.full((len(a), 1), TOKEN[ch]) for ch in (op, '=', '$'))
+        return torch.cat([self.digits_of(a, self.n), sign, self.digits_of(b, self.n), eq,
+                          self.written(op, a, b), end], dim=1)
+
+    def batch(self, batch_size):
+        """A training batch: per operation (its problems have a length of their own) a pair x, y
+        of an equal share of the batch, none of them held out; the prompt's targets are -1."""
+        batches = []
+        for i, op in enumerate(self.ops):
+            count = batch_size // len(self.ops) + (i < batch_size % len(self.ops))
+            a, b = self.operands(op, count, self.gen)
+            keep = torch.tensor([(op, x, y) not in self.held_set for x, y in zip(a.tolist(), b.tolist())],
+                                dtype=torch.bool)
+            seq = self.encode(op, a[keep], b[keep])
+            batches.append((seq[:, :-1], addition.mask_prompt(seq[:, 1:], self.prompt_length)))
+        return batches
+
+    def held_out_tensors(self, op):
+        a, b = (torch.tensor(x) for x in zip(*self.held_out[op]))
+        return self.encode(op, a, b)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p.add_argument('--digits', type=int, default=2, help='digits per operand, 1 to 9 (default: %(default)s)')
+    p.add_argument('--ops', default=OPS, help="the operations, any of '+-*/' (default: %(default)s)")
+    p.add_argument('--cot', action='store_true',
+                   help='chain of thought: write the work before the answer (for * the partial products, '
+                        'for / the multiples and the steps of long division)')
+    p.add_argument('--max_steps', type=int, default=None, help='default: 1500 per digit')
+    p.add_argument('--max_seconds', type=float, default=None,
+                   help='stop after this many seconds of training (default: no limit)')
+    p.add_argument('--target', type=float, default=0.99,
+                   help='stop once every operation reaches this held-out exact match, at most 1 '
+                        '(default: %(default)s)')
+    p.add_argument('--eval_every', type=int, default=250,
+                   help='steps between held-out evaluations (default: %(default)s)')
+    p.add_argument('--batch_size', type=int, default=256, help='default: %(default)s')
+    p.add_argument('--n_layer', type=int, default=4, help='default: %(default)s')
+    p.add_argument('--n_head', type=int, default=4, help='default: %(default)s')
+    p.add_argument('--n_embd', type=int, default=128, help='default: %(default)s')
+    p.add_argument('--lr', type=float, default=1e-3,
+                   help='peak learning rate, cosine decay after (default: %(default)s)')
+    p.add_argument('--warmup', type=int, default=100, help='steps of linear warmup (default: %(default)s)')
+    p.add_argument('--seed', type=int, default=1337, help='default: %(default)s')
+    p.add_argument('--device', default='cpu', help='default cpu: this model is small')
+    args = p.parse_args(argv)
+    if not 1 <= args.digits <= 9:
+        p.error('--digits must be 1 to 9 (int64 products)')
+    if not args.ops or set(args.ops) - set(OPS) or len(set(args.ops)) < len(args.ops):
+        p.error(f"--ops takes each of + - * / at most once, e.g. --ops '+-', got {args.ops!r}")
+    for key in ('max_steps', 'eval_every', 'batch_size', 'n_layer', 'n_head', 'n_embd'):
+        if getattr(args, key) is not None and getattr(args, key) < 1:
+            p.error(f'--{key} must be at least 1, got {getattr(args, key)}')
+    if args.batch_size < len(args.ops):
+        p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
+    if args.n_embd % args.n_head:
+        p.error(f'--n_embd={args.n_embd} must be a multiple of --n_head={args.n_head}')
+    for key in ('lr', 'max_seconds'):
+        if getattr(args, key) is not None and getattr(args, key) <= 0:
+            p.error(f'--{key} must be above 0, got {getattr(args, key)}')
+    if args.warmup < 0:
+        p.error(f'--warmup must be at least 0, got {args.warmup}')
+    if not (args.seed in gpt.SEEDS and args.seed + 1 in gpt.SEEDS): # the held-out problems: seed + 1
+        p.error(f'--seed must be from -2**63 to 2**64 - 2, got {args.seed}')
+    if not 0 < args.target <= 1:
+        p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), '
+                f'got {args.target}')
+    if args.max_steps is None:
+        args.max_steps = 1500 * args.digits
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    gpt.check_device(args.device)
+    t_start = time.time()
+    problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed)
+    torch.manual_seed(args.seed)
+    gpt.n_layer, gpt.n_head, gpt.n_embd = args.n_layer, args.n_head, args.n_embd
+    block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
+    gpt.block_size, gpt.dropout, gpt.fast_attention = block, 0.0, True
+    # gpt.get_lr's schedule: warmup, then cosine decay to a tenth of lr over max_steps
+    gpt.lr_decay, gpt.learning_rate, gpt.min_lr = True, args.lr, args.lr / 10
+    gpt.warmup_iters, gpt.max_iters = args.warmup, args.max_steps
+    model = gpt.GPTLanguageModel(len(VOCAB)).to(args.device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, foreach=True)
+    held = {op: problems.held_out_tensors(op) for op in args.ops}
+    print(f"{args.digits}-digit operands, {' '.join(args.ops)}; e.g. "
+          + ', '.join(decode(seq[0].tolist()) for seq in held.values()))
+    print(f"{sum(p.numel() for p in model.parameters()):,} parameters; "
+          f"{sum(map(len, held.values()))} held-out problems; up to {args.max_steps} steps of {args.batch_size}")
+
+    scores, step = {op: 0.0 for op in args.ops}, 0
+    t0, t_evals = time.time(), 0.0 # t_evals: time spent evaluating, not training
+    for step in range(1, args.max_steps + 1):
+        gpt.set_lr(optimizer, gpt.get_lr(step - 1))
+        losses = [addition.masked_loss(model(xb.to(args.device))[0], yb.to(args.device))
+                  for xb, yb in problems.batch(args.batch_size)]
+        loss = sum(losses) / len(losses) # each operation counts the same
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        out_of_time = args.max_seconds is not None and time.time() - t0 > args.max_seconds
+        if step % args.eval_every == 0 or step == args.max_steps or out_of_time:
+            t_eval = time.time()
+            ms_per_step = 1000 * (t_eval - t0 - t_evals) / step
+            scores = {op: addition.exact_match(model, seq, problems.prompt_length, args.device,
+                                               scored_from=problems.answer_start(op))
+                      for op, seq in held.items()}
+            print(f"step {step}: loss {loss.item():.4f}, held-out exact match "
+                  + ', '.join(f"{op} {s:.1%}" for op, s in scores.items())
+                  + f" | {time.time() - t_start:.1f}s, {ms_per_step:.0f} ms/step", flush=True)
+            t_evals += time.time() - t_eval
+            if min(scores.values()) >= args.target or out_of_time:
+                break
+
+    print(f"done after {step} steps, {time.time() - t_start:.1f} s in all: "
+          + ', '.join(f"{op} {s:.1%}" for op, s in scores.items()))
+    model.eval()
+    for seq in held.values():
+        row = addition.greedy(model, seq[:1, :problems.prompt_length].to(args.device),
+                              seq.shape[1] - problems.prompt_length)
+        print('  ' + decode(row[0].tolist()))
+    return scores
+
+
+if __name__ == '__main__':
+    gpt.run_main(main, sys.argv[1:], shrink='--batch_size, or a smaller model')

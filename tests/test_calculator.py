@@ -1,0 +1,133 @@
+"""The calculator after EX2: its problems, their worked answers, the held-out split, a tiny run."""
+import os
+import random
+import re
+import sys
+
+import pytest
+import torch
+
+import gpt
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import addition  # noqa: E402
+import calculator  # noqa: E402
+
+
+def written(problems, op, a, b):
+    return calculator.decode(problems.encode(op, torch.tensor([a]), torch.tensor([b]))[0].tolist())
+
+
+def test_problems_are_written_as_the_docstring_says():
+    p = calculator.Problems(2)
+    assert [written(p, op, a, b) for op, a, b in [('+', 42, 57), ('-', 42, 57), ('*', 42, 57), ('/', 57, 42)]] \
+        == ['42+57=990$', '42-57=-51$', '42*57=4932$', '57/42=01r15$']
+    cot = calculator.Problems(2, cot=True)
+    assert written(cot, '*', 42, 57) == '42*57=492+0012=4932$' # 42*7 = 294, 42*5*10 = 2100
+    assert written(cot, '/', 57, 42) == '57/42=240,480,621,861,012,252,492,633,873=050,151=01r15$'
+    assert written(cot, '+', 42, 57) == '42+57=990$' # no work to show
+
+
+def number(digits, reverse):
+    return int(digits[::-1] if reverse else digits)
+
+
+@pytest.mark.parametrize('digits', [1, 2, 3, 4])
+def test_every_answer_and_every_step_of_the_work_is_right(digits):
+    """Read each written problem back, as a person would, and check it with Python's integers."""
+    rng = random.Random(digits)
+    p = calculator.Problems(digits, cot=True, seed=digits)
+    for _ in range(200):
+        a, b = rng.randrange(10 ** digits), rng.randrange(1, 10 ** digits)
+        for op in calculator.OPS:
+            text = written(p, op, a, b)
+            assert len(text) == p.length(op) and text.endswith('$') and text.count('$') == 1
+            prompt, *work, answer = text[:-1].split('=')
+            assert prompt == f'{a:0{digits}d}{op}{b:0{digits}d}'
+            if op == '+':
+                assert number(answer, True) == a + b and len(answer) == digits + 1
+            elif op == '-':
+                assert answer[0] == '+-'[a < b] and number(answer[1:], True) == abs(a - b)
+            elif op == '*':
+                partials = work[0].split('+')
+                assert [number(x, True) for x in partials] == [a * (b // 10 ** j % 10) * 10 ** j
+                                                               for j in range(digits)]
+                assert number(answer, True) == a * b == sum(number(x, True) for x in partials)
+            else:
+                multiples, steps = work[0].split(','), work[1].split(',')
+                assert [number(m, True) for m in multiples] == [k * b for k in range(1, 10)]
+                remainder = 0
+                for i, step in enumerate(steps): # long division, one digit of a at a time
+                    current = 10 * remainder + int(f'{a:0{digits}d}'[i])
+                    q, remainder = int(step[0]), number(step[1:], True)
+                    assert q * b <= current < (q + 1) * b and remainder == current - q * b
+                assert answer == f'{a // b:0{digits}d}r{a % b:0{digits}d}'
+                assert ''.join(step[0] for step in steps) == answer.split('r')[0]
+
+
+class Copier:
+    """A stand-in model that writes out a fixed set of sequences, whatever it is given."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, idx):
+        B, T = idx.shape
+        return torch.nn.functional.one_hot(self.target[:B, :T + 1][:, 1:], len(calculator.VOCAB)).float(), None
+
+    def eval(self):
+        pass
+
+    def train(self):
+        pass
+
+
+def test_only_the_answer_is_scored_not_the_work():
+    p = calculator.Problems(2, cot=True)
+    seq = p.held_out_tensors('*')[:10]
+    start = p.answer_start('*')
+    assert calculator.decode(seq[0, start:].tolist()) == calculator.decode(seq[0].tolist()).split('=')[-1]
+    score = lambda target, **kw: addition.exact_match(Copier(target), seq, p.prompt_length, 'cpu', **kw)
+    assert score(seq) == score(seq, scored_from=start) == 1.0
+    wrong_work = seq.clone()
+    wrong_work[:, p.prompt_length] = (wrong_work[:, p.prompt_length] + 1) % 10 # a partial product's digit
+    assert score(wrong_work) == 0.0 and score(wrong_work, scored_from=start) == 1.0
+    wrong_answer = seq.clone()
+    wrong_answer[:5, start] = (wrong_answer[:5, start] + 1) % 10
+    assert score(wrong_answer, scored_from=start) == 0.5
+
+
+def test_training_problems_are_masked_and_never_held_out():
+    p = calculator.Problems(2, cot=True) # 10,000 problems per operation, 1,000 of each held out
+    seen = {op: set() for op in calculator.OPS}
+    for _ in range(50):
+        for op, (x, y) in zip(calculator.OPS, p.batch(256)):
+            assert x.shape == y.shape and x.shape[1] == p.length(op) - 1
+            assert (y[:, :p.prompt_length - 1] == -1).all() and (y[:, p.prompt_length - 1:] >= 0).all()
+            assert (x[:, 2] == calculator.TOKEN[op]).all()
+            seen[op].update(zip((x[:, 0] * 10 + x[:, 1]).tolist(), (x[:, 3] * 10 + x[:, 4]).tolist()))
+    for op in calculator.OPS:
+        assert len(set(p.held_out[op])) == 1000 and not seen[op] & set(p.held_out[op])
+        assert len(seen[op]) > 1000 # the generator does cover the rest
+    assert min(b for _, b in p.held_out['/']) >= 1 and min(b for _, b in seen['/']) == 1 # never by 0
+
+
+def test_a_tiny_run_learns_to_add_and_subtract(capsys, monkeypatch):
+    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
+                'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
+        monkeypatch.setattr(gpt, key, getattr(gpt, key)) # main() sets them: restore them after
+    scores = calculator.main(['--ops', '+-', '--max_steps', '600', '--eval_every', '600', '--lr', '3e-3',
+                              '--n_layer', '2', '--n_embd', '64', '--batch_size', '128'])
+    assert set(scores) == {'+', '-'} and min(scores.values()) >= 0.9, scores
+    out = capsys.readouterr().out
+    assert re.search(r'held-out exact match \+ \d+\.\d%, - \d+\.\d%', out)
+
+
+@pytest.mark.parametrize('ops', ['', 'x', '++', '+ -'])
+def test_operations_other_than_the_four_are_one_line(ops, capsys):
+    with pytest.raises(SystemExit) as e:
+        calculator.parse_args(['--ops', ops])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith('error: --ops takes each of + - * / at most once') and err.count('\n') == 1

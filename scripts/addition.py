@@ -134,32 +134,27 @@ def exact_match(model, seq, prompt_length, device, chunk=500, scored_from=None):
     return right / len(seq)
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('--digits', type=int, default=3, help='digits per operand, 1 to 18 (default: %(default)s)')
-    p.add_argument('--plain', action='store_true', help='write the sum in reading order, not reversed')
-    p.add_argument('--no-curriculum', dest='curriculum', action='store_false',
-                   help='always n-digit operands instead of mixed lengths')
-    p.add_argument('--max_steps', type=int, default=None, help='default: 1500 + 600 per digit')
+def training_options(p, n_layer, lr, max_steps_help, target_help):
+    """The options of a training run, shared with scripts/calculator.py."""
+    p.add_argument('--max_steps', type=int, default=None, help=max_steps_help)
     p.add_argument('--max_seconds', type=float, default=None,
                    help='stop after this many seconds of training (default: no limit)')
-    p.add_argument('--target', type=float, default=0.99,
-                   help='stop once held-out exact match reaches this share, at most 1 (default: %(default)s)')
+    p.add_argument('--target', type=float, default=0.99, help=target_help)
     p.add_argument('--eval_every', type=int, default=250,
                    help='steps between held-out evaluations (default: %(default)s)')
     p.add_argument('--batch_size', type=int, default=256, help='default: %(default)s')
-    p.add_argument('--n_layer', type=int, default=2, help='default: %(default)s')
+    p.add_argument('--n_layer', type=int, default=n_layer, help='default: %(default)s')
     p.add_argument('--n_head', type=int, default=4, help='default: %(default)s')
     p.add_argument('--n_embd', type=int, default=128, help='default: %(default)s')
-    p.add_argument('--lr', type=float, default=3e-3,
+    p.add_argument('--lr', type=float, default=lr,
                    help='peak learning rate, cosine decay after (default: %(default)s)')
     p.add_argument('--warmup', type=int, default=100, help='steps of linear warmup (default: %(default)s)')
     p.add_argument('--seed', type=int, default=1337, help='default: %(default)s')
     p.add_argument('--device', default='cpu', help='default cpu: this model is small')
-    args = p.parse_args(argv)
-    if not 1 <= args.digits <= 18:
-        p.error('--digits must be 1 to 18 (int64 sums)')
+
+
+def check_training_options(p, args):
+    """One line for each value training_options' options cannot take."""
     for key in ('max_steps', 'eval_every', 'batch_size', 'n_layer', 'n_head', 'n_embd'):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             p.error(f'--{key} must be at least 1, got {getattr(args, key)}')
@@ -175,6 +170,35 @@ def parse_args(argv):
     if not 0 < args.target <= 1:
         p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), '
                 f'got {args.target}')
+
+
+def build_model(args, vocab_size, block_size):
+    """gpt.py's model for problems of up to block_size + 1 tokens, and its optimizer."""
+    torch.manual_seed(args.seed)
+    gpt.n_layer, gpt.n_head, gpt.n_embd = args.n_layer, args.n_head, args.n_embd
+    gpt.block_size, gpt.dropout, gpt.fast_attention = block_size, 0.0, True
+    # gpt.get_lr's schedule: warmup, then cosine decay to a tenth of lr over max_steps
+    gpt.lr_decay, gpt.learning_rate, gpt.min_lr = True, args.lr, args.lr / 10
+    gpt.warmup_iters, gpt.max_iters = args.warmup, args.max_steps
+    model = gpt.GPTLanguageModel(vocab_size).to(args.device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, foreach=True)
+    return model, optimizer
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p.add_argument('--digits', type=int, default=3, help='digits per operand, 1 to 18 (default: %(default)s)')
+    p.add_argument('--plain', action='store_true', help='write the sum in reading order, not reversed')
+    p.add_argument('--no-curriculum', dest='curriculum', action='store_false',
+                   help='always n-digit operands instead of mixed lengths')
+    training_options(p, n_layer=2, lr=3e-3, max_steps_help='default: 1500 + 600 per digit',
+                     target_help='stop once held-out exact match reaches this share, at most 1 '
+                                 '(default: %(default)s)')
+    args = p.parse_args(argv)
+    if not 1 <= args.digits <= 18:
+        p.error('--digits must be 1 to 18 (int64 sums)')
+    check_training_options(p, args)
     if args.max_steps is None:
         args.max_steps = 1500 + 600 * args.digits
     return args
@@ -185,14 +209,7 @@ def main(argv):
     gpt.check_device(args.device)
     t_start = time.time()
     problems = Problems(args.digits, reverse=not args.plain, curriculum=args.curriculum, seed=args.seed)
-    torch.manual_seed(args.seed)
-    gpt.n_layer, gpt.n_head, gpt.n_embd = args.n_layer, args.n_head, args.n_embd
-    gpt.block_size, gpt.dropout, gpt.fast_attention = problems.length - 1, 0.0, True
-    # gpt.get_lr's schedule: warmup, then cosine decay to a tenth of lr over max_steps
-    gpt.lr_decay, gpt.learning_rate, gpt.min_lr = True, args.lr, args.lr / 10
-    gpt.warmup_iters, gpt.max_iters = args.warmup, args.max_steps
-    model = gpt.GPTLanguageModel(len(VOCAB)).to(args.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, foreach=True)
+    model, optimizer = build_model(args, len(VOCAB), problems.length - 1)
     held = problems.held_out_tensors()
     example = decode(held[0].tolist())
     print(f"{args.digits}-digit addition, {'plain' if args.plain else 'reversed'} sums, "

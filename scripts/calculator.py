@@ -167,45 +167,17 @@ def parse_args(argv):
     p.add_argument('--cot', action='store_true',
                    help='chain of thought: write the work before the answer (for * the partial products, '
                         'for / the multiples and the steps of long division)')
-    p.add_argument('--max_steps', type=int, default=None, help='default: 1500 per digit')
-    p.add_argument('--max_seconds', type=float, default=None,
-                   help='stop after this many seconds of training (default: no limit)')
-    p.add_argument('--target', type=float, default=0.99,
-                   help='stop once every operation reaches this held-out exact match, at most 1 '
-                        '(default: %(default)s)')
-    p.add_argument('--eval_every', type=int, default=250,
-                   help='steps between held-out evaluations (default: %(default)s)')
-    p.add_argument('--batch_size', type=int, default=256, help='default: %(default)s')
-    p.add_argument('--n_layer', type=int, default=4, help='default: %(default)s')
-    p.add_argument('--n_head', type=int, default=4, help='default: %(default)s')
-    p.add_argument('--n_embd', type=int, default=128, help='default: %(default)s')
-    p.add_argument('--lr', type=float, default=1e-3,
-                   help='peak learning rate, cosine decay after (default: %(default)s)')
-    p.add_argument('--warmup', type=int, default=100, help='steps of linear warmup (default: %(default)s)')
-    p.add_argument('--seed', type=int, default=1337, help='default: %(default)s')
-    p.add_argument('--device', default='cpu', help='default cpu: this model is small')
+    addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 1500 per digit',
+                              target_help='stop once every operation reaches this held-out exact match, '
+                                          'at most 1 (default: %(default)s)')
     args = p.parse_args(argv)
     if not 1 <= args.digits <= 9:
         p.error('--digits must be 1 to 9 (int64 products)')
     if not args.ops or set(args.ops) - set(OPS) or len(set(args.ops)) < len(args.ops):
         p.error(f"--ops takes each of + - * / at most once, e.g. --ops '+-', got {args.ops!r}")
-    for key in ('max_steps', 'eval_every', 'batch_size', 'n_layer', 'n_head', 'n_embd'):
-        if getattr(args, key) is not None and getattr(args, key) < 1:
-            p.error(f'--{key} must be at least 1, got {getattr(args, key)}')
+    addition.check_training_options(p, args)
     if args.batch_size < len(args.ops):
         p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
-    if args.n_embd % args.n_head:
-        p.error(f'--n_embd={args.n_embd} must be a multiple of --n_head={args.n_head}')
-    for key in ('lr', 'max_seconds'):
-        if getattr(args, key) is not None and getattr(args, key) <= 0:
-            p.error(f'--{key} must be above 0, got {getattr(args, key)}')
-    if args.warmup < 0:
-        p.error(f'--warmup must be at least 0, got {args.warmup}')
-    if not (args.seed in gpt.SEEDS and args.seed + 1 in gpt.SEEDS): # the held-out problems: seed + 1
-        p.error(f'--seed must be from -2**63 to 2**64 - 2, got {args.seed}')
-    if not 0 < args.target <= 1:
-        p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), '
-                f'got {args.target}')
     if args.max_steps is None:
         args.max_steps = 1500 * args.digits
     return args
@@ -216,15 +188,8 @@ def main(argv):
     gpt.check_device(args.device)
     t_start = time.time()
     problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed)
-    torch.manual_seed(args.seed)
-    gpt.n_layer, gpt.n_head, gpt.n_embd = args.n_layer, args.n_head, args.n_embd
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
-    gpt.block_size, gpt.dropout, gpt.fast_attention = block, 0.0, True
-    # gpt.get_lr's schedule: warmup, then cosine decay to a tenth of lr over max_steps
-    gpt.lr_decay, gpt.learning_rate, gpt.min_lr = True, args.lr, args.lr / 10
-    gpt.warmup_iters, gpt.max_iters = args.warmup, args.max_steps
-    model = gpt.GPTLanguageModel(len(VOCAB)).to(args.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, foreach=True)
+    model, optimizer = addition.build_model(args, len(VOCAB), block)
     held = {op: problems.held_out_tensors(op) for op in args.ops}
     print(f"{args.digits}-digit operands, {' '.join(args.ops)}; e.g. "
           + ', '.join(decode(seq[0].tolist()) for seq in held.values()))

@@ -88,9 +88,12 @@ class Problems:
         return torch.cat([self.digits_of(a, self.n), plus, self.digits_of(b, self.n), eq, c, end], dim=1)
 
     def batch(self, batch_size):
-        """A training batch x, y of problems outside the held-out set; prompt targets are -1."""
-        a, b = self.operands(batch_size, self.gen)
-        keep = torch.tensor([(i, j) not in self.held_set for i, j in zip(a.tolist(), b.tolist())])
+        """A training batch x, y of problems outside the held-out set (held-out ones are dropped,
+        and a draw with none left is drawn again); prompt targets are -1."""
+        keep = torch.zeros(1, dtype=torch.bool)
+        while not keep.any():
+            a, b = self.operands(batch_size, self.gen)
+            keep = torch.tensor([(i, j) not in self.held_set for i, j in zip(a.tolist(), b.tolist())])
         seq = self.encode(a[keep], b[keep])
         return seq[:, :-1], mask_prompt(seq[:, 1:], self.prompt_length)
 

@@ -147,9 +147,10 @@ class Problems:
         batches = []
         for i, op in enumerate(self.ops):
             count = batch_size // len(self.ops) + (i < batch_size % len(self.ops))
-            a, b = self.operands(op, count, self.gen)
-            keep = torch.tensor([(op, x, y) not in self.held_set for x, y in zip(a.tolist(), b.tolist())],
-                                dtype=torch.bool)
+            keep = torch.zeros(1, dtype=torch.bool)
+            while not keep.any(): # a draw of held-out problems only is drawn again
+                a, b = self.operands(op, count, self.gen)
+                keep = torch.tensor([(op, x, y) not in self.held_set for x, y in zip(a.tolist(), b.tolist())])
             seq = self.encode(op, a[keep], b[keep])
             batches.append((seq[:, :-1], addition.mask_prompt(seq[:, 1:], self.prompt_length)))
         return batches

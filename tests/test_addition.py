@@ -71,3 +71,13 @@ def test_a_seed_torch_cannot_take_is_one_line(capsys):
     assert e.value.code == 2
     assert capsys.readouterr().err == f"error: --seed must be from -2**63 to 2**64 - 2, got {2**64 - 1} (see --help)\n"
     assert addition.parse_args(['--seed', str(2**64 - 2)]).seed == 2**64 - 2
+
+
+def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
+    """1-digit addition holds out 20 of its 100 problems: a batch of one is held out 1 time in 5.
+    Such a draw is drawn again; dropped, it left an empty batch that the model could not take."""
+    p = addition.Problems(1)
+    assert len(p.held_out) == 20
+    for _ in range(200):
+        x, y = p.batch(1)
+        assert x.shape == (1, p.length - 1) and (y[0, p.prompt_length - 1:] >= 0).all()

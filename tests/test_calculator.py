@@ -131,3 +131,12 @@ def test_operations_other_than_the_four_are_one_line(ops, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith('error: --ops takes each of + - * / at most once') and err.count('\n') == 1
+
+
+def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
+    """With 1 digit, 20 problems of each operation are held out: a draw of one is held out about
+    1 time in 5. Such a draw is drawn again, so that every operation has a problem in every batch."""
+    p = calculator.Problems(1)
+    for _ in range(200):
+        batches = p.batch(4)
+        assert [len(x) for x, _ in batches] == [1, 1, 1, 1]

@@ -41,13 +41,25 @@ def decode(tokens):
     return ''.join(VOCAB[t] for t in tokens)
 
 
+def random_numbers(n, count, gen, mixed):
+    """two (count,) tensors of random numbers below 10**n; mixed: each 1..n digits long, at random"""
+    digits = torch.randint(10, (2, count, n), generator=gen) # MSD first
+    if mixed: # zero the digits above the length
+        sizes = torch.randint(1, n + 1, (2, count, 1), generator=gen)
+        digits = digits * (torch.arange(n - 1, -1, -1) < sizes)
+    return list(digits @ 10 ** torch.arange(n - 1, -1, -1))
+
+
+def digits_of(x, width):
+    return (x[:, None] // 10 ** torch.arange(width - 1, -1, -1)) % 10 # (B,width), MSD first
+
+
 class Problems:
     """n-digit addition problems as token sequences, drawn from a seeded generator."""
 
     def __init__(self, digits, reverse=True, curriculum=True, seed=1337):
         self.n, self.reverse, self.curriculum = digits, reverse, curriculum
         self.gen = torch.Generator().manual_seed(seed)
-        self.powers = 10 ** torch.arange(digits - 1, -1, -1) # most significant digit first
         # the held-out problems, uniform over all n-digit pairs (the task we score), from a
         # generator of their own; a fifth of all problems where there are few (1 or 2 digits)
         count = min(1000, 10 ** (2 * digits) // 5)
@@ -69,23 +81,16 @@ class Problems:
 
     def operands(self, count, gen, mixed=None):
         """two (count,) tensors of random numbers below 10**n"""
-        digits = torch.randint(10, (2, count, self.n), generator=gen) # MSD first
-        if self.curriculum if mixed is None else mixed: # 1..n digits: zero those above the length
-            sizes = torch.randint(1, self.n + 1, (2, count, 1), generator=gen)
-            digits = digits * (torch.arange(self.n - 1, -1, -1) < sizes)
-        return list(digits @ self.powers)
-
-    def digits_of(self, x, width):
-        return (x[:, None] // 10 ** torch.arange(width - 1, -1, -1)) % 10 # (B,width), MSD first
+        return random_numbers(self.n, count, gen, mixed=self.curriculum if mixed is None else mixed)
 
     def encode(self, a, b):
         """(B,) operands -> (B, length) token sequences"""
         B = len(a)
-        c = self.digits_of(a + b, self.n + 1)
+        c = digits_of(a + b, self.n + 1)
         if self.reverse:
             c = c.flip(1)
         plus, eq, end = (torch.full((B, 1), t) for t in (PLUS, EQUALS, END))
-        return torch.cat([self.digits_of(a, self.n), plus, self.digits_of(b, self.n), eq, c, end], dim=1)
+        return torch.cat([digits_of(a, self.n), plus, digits_of(b, self.n), eq, c, end], dim=1)
 
     def batch(self, batch_size):
         """A training batch x, y of problems outside the held-out set (held-out ones are dropped,

@@ -63,7 +63,6 @@ class Problems:
     def __init__(self, digits, ops=OPS, cot=False, seed=1337):
         self.n, self.ops, self.cot = digits, ops, cot
         self.gen = torch.Generator().manual_seed(seed)
-        self.powers = 10 ** torch.arange(digits - 1, -1, -1) # most significant digit first
         self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
         gen = torch.Generator().manual_seed(seed + 1)
         for op in ops:
@@ -91,54 +90,47 @@ class Problems:
 
     def operands(self, op, count, gen, mixed=True):
         """two (count,) tensors of random numbers below 10**n; a divisor is at least 1"""
-        digits = torch.randint(10, (2, count, self.n), generator=gen) # MSD first
-        if mixed: # 1..n digits: zero those above the length
-            sizes = torch.randint(1, self.n + 1, (2, count, 1), generator=gen)
-            digits = digits * (torch.arange(self.n - 1, -1, -1) < sizes)
-        a, b = digits @ self.powers
+        a, b = addition.random_numbers(self.n, count, gen, mixed)
         return a, (b.clamp(min=1) if op == '/' else b)
-
-    def digits_of(self, x, width):
-        return (x[:, None] // 10 ** torch.arange(width - 1, -1, -1)) % 10 # (B,width), MSD first
 
     def written(self, op, a, b):
         """(B,) operands -> (B, W) tokens of the work, if any, and the answer"""
         n, B = self.n, len(a)
         if op == '+':
-            return self.digits_of(a + b, n + 1).flip(1)
+            return addition.digits_of(a + b, n + 1).flip(1)
         if op == '-':
             sign = torch.where(a >= b, TOKEN['+'], TOKEN['-'])[:, None]
-            return torch.cat([sign, self.digits_of((a - b).abs(), n).flip(1)], dim=1)
+            return torch.cat([sign, addition.digits_of((a - b).abs(), n).flip(1)], dim=1)
         if op == '*':
-            product = self.digits_of(a * b, 2 * n).flip(1)
+            product = addition.digits_of(a * b, 2 * n).flip(1)
             if not self.cot:
                 return product
             # the work: the partial products a * (digit j of b) * 10**j, each least significant
             # digit first (so j zeros lead), then the product as their sum
             partials = [torch.cat([torch.zeros(B, j, dtype=torch.long),
-                                   self.digits_of(a * (b // 10 ** j % 10), n + 1).flip(1)], dim=1)
+                                   addition.digits_of(a * (b // 10 ** j % 10), n + 1).flip(1)], dim=1)
                         for j in range(n)]
             return joined([joined(partials, '+'), product], '=')
-        answer = torch.cat([self.digits_of(a // b, n), torch.full((B, 1), TOKEN['r']),
-                            self.digits_of(a % b, n)], dim=1)
+        answer = torch.cat([addition.digits_of(a // b, n), torch.full((B, 1), TOKEN['r']),
+                            addition.digits_of(a % b, n)], dim=1)
         if not self.cot:
             return answer
         # the work: the multiples 1b..9b, then long division: per digit of a, the running
         # remainder times 10 plus that digit, divided by b: the quotient digit (how many of the
         # multiples fit), then what remains (n digits); multiples and remainders least
         # significant digit first, as subtraction writes them
-        multiples = [self.digits_of(k * b, n + 1).flip(1) for k in range(1, 10)]
+        multiples = [addition.digits_of(k * b, n + 1).flip(1) for k in range(1, 10)]
         steps, r = [], torch.zeros_like(a)
         for i in range(n):
             c = 10 * r + a // 10 ** (n - 1 - i) % 10
             q, r = c // b, c % b
-            steps.append(torch.cat([q[:, None], self.digits_of(r, n).flip(1)], dim=1))
+            steps.append(torch.cat([q[:, None], addition.digits_of(r, n).flip(1)], dim=1))
         return joined([joined(multiples, ','), joined(steps, ','), answer], '=')
 
     def encode(self, op, a, b):
         """(B,) operands of one operation -> (B, length(op)) token sequences"""
         sign, eq, end = (torch.full((len(a), 1), TOKEN[ch]) for ch in (op, '=', '$'))
-        return torch.cat([self.digits_of(a, self.n), sign, self.digits_of(b, self.n), eq,
+        return torch.cat([addition.digits_of(a, self.n), sign, addition.digits_of(b, self.n), eq,
                           self.written(op, a, b), end], dim=1)
 
     def batch(self, batch_size):

@@ -129,17 +129,20 @@ def greedy(model, idx, new_tokens):
     return idx
 
 
-def exact_match(model, seq, prompt_length, device, chunk=500, scored_from=None):
-    """Greedy decoding from each prompt; the share of problems whose whole answer is right (all
-    it writes, or what it writes from position scored_from on)."""
+def answers(model, seq, prompt_length, device, chunk=500):
+    """Greedy decoding from each prompt of seq (B, T): the (B, T) problems as the model writes them."""
     model.eval()
-    right = 0
-    for i in range(0, len(seq), chunk):
-        batch = seq[i:i + chunk].to(device)
-        out = greedy(model, batch[:, :prompt_length], seq.shape[1] - prompt_length)
-        right += (out == batch)[:, scored_from or prompt_length:].all(dim=1).sum().item()
+    out = [greedy(model, seq[i:i + chunk, :prompt_length].to(device), seq.shape[1] - prompt_length).cpu()
+           for i in range(0, len(seq), chunk)]
     model.train()
-    return right / len(seq)
+    return torch.cat(out)
+
+
+def exact_match(model, seq, prompt_length, device, chunk=500, scored_from=None):
+    """The share of problems whose whole answer the model writes right (all it writes, or what it
+    writes from position scored_from on)."""
+    out = answers(model, seq, prompt_length, device, chunk)
+    return (out == seq.cpu())[:, scored_from or prompt_length:].all(dim=1).sum().item() / len(seq)
 
 
 def training_options(p, n_layer, lr, max_steps_help, target_help):

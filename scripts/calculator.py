@@ -18,10 +18,11 @@ With --cot (chain of thought) the model writes its work before the answer, as on
     42*57=492+0012=4932$
         the partial products 42*7 = 294 and 42*5*10 = 2100, least significant digit first,
         then their sum
-    57/42=240,480,621,861,012,252,492,633,873=050,151=01r15$
-        the multiples 1*42 .. 9*42, then long division, a step per digit of 57: how many 42s
-        fit in what is there so far (5, then 57), and what remains (05, then 15); multiples and
-        remainders least significant digit first, as subtraction writes them; then the answer
+    57/42=005000050,057124051=01r15$
+        long division, a step per digit of 57: bring the digit down (005, then 057: what
+        remained, times 10, plus the digit), how many 42s fit in it (0, then 1), their product
+        (000, then 042) and what remains (05, then 15); product and remainder least
+        significant digit first, as multiplication and subtraction write them; then the answer
 
 The model is gpt.py's GPTLanguageModel with its own 18-symbol vocabulary. One model learns all
 the operations asked for; each batch holds an equal share of each, drawn at random (operands 1
@@ -29,7 +30,8 @@ to n digits long; a divisor of 0 becomes 1). The prompt is masked out of the los
 ignore_index), as in scripts/addition.py. It is scored per operation by greedy decoding, as
 exact match of the answer (the work it wrote before is not scored: the answer is what a
 calculator is for), on 1,000 held-out problems of n-digit operands (fewer where there are not
-so many) that never appear in training.
+so many) that never appear in training. At the end it shows, per operation, the first of them
+as the model writes it, and the first three it gets wrong, if any.
 """
 import argparse
 import os
@@ -115,17 +117,17 @@ class Problems:
                             addition.digits_of(a % b, n)], dim=1)
         if not self.cot:
             return answer
-        # the work: the multiples 1b..9b, then long division: per digit of a, the running
-        # remainder times 10 plus that digit, divided by b: the quotient digit (how many of the
-        # multiples fit), then what remains (n digits); multiples and remainders least
-        # significant digit first, as subtraction writes them
-        multiples = [addition.digits_of(k * b, n + 1).flip(1) for k in range(1, 10)]
+        # the work: long division, a step per digit of a, most significant first: bring it down
+        # (c: what remained, times 10, plus the digit; n+1 digits), how many b fit in c (q, one
+        # digit), their product q*b and what remains, c - q*b; product and remainder least
+        # significant digit first, as multiplication and subtraction write them
         steps, r = [], torch.zeros_like(a)
         for i in range(n):
             c = 10 * r + a // 10 ** (n - 1 - i) % 10
             q, r = c // b, c % b
-            steps.append(torch.cat([q[:, None], addition.digits_of(r, n).flip(1)], dim=1))
-        return joined([joined(multiples, ','), joined(steps, ','), answer], '=')
+            product, remains = addition.digits_of(q * b, n + 1).flip(1), addition.digits_of(r, n).flip(1)
+            steps.append(torch.cat([addition.digits_of(c, n + 1), q[:, None], product, remains], dim=1))
+        return joined([joined(steps, ','), answer], '=')
 
     def encode(self, op, a, b):
         """(B,) operands of one operation -> (B, length(op)) token sequences"""
@@ -159,7 +161,7 @@ def parse_args(argv):
     p.add_argument('--ops', default=OPS, help="the operations, any of '+-*/' (default: %(default)s)")
     p.add_argument('--cot', action='store_true',
                    help='chain of thought: write the work before the answer (for * the partial products, '
-                        'for / the multiples and the steps of long division)')
+                        'for / the steps of long division)')
     addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 1500 per digit',
                               target_help='stop once every operation reaches this held-out exact match, '
                                           'at most 1 (default: %(default)s)')
@@ -215,11 +217,14 @@ def main(argv):
 
     print(f"done after {step} steps, {time.time() - t_start:.1f} s in all: "
           + ', '.join(f"{op} {s:.1%}" for op, s in scores.items()))
-    model.eval()
-    for seq in held.values():
-        row = addition.greedy(model, seq[:1, :problems.prompt_length].to(args.device),
-                              seq.shape[1] - problems.prompt_length)
-        print('  ' + decode(row[0].tolist()))
+    for op, seq in held.items(): # the first held-out problem as the model writes it, then its first mistakes
+        out, start = addition.answers(model, seq, problems.prompt_length, args.device), problems.answer_start(op)
+        wrong = (out != seq)[:, start:].any(dim=1).nonzero()[:, 0].tolist()
+        print('  ' + decode(out[0].tolist()))
+        if wrong:
+            print(f"  {op} wrong on {len(wrong)} of {len(seq)}, the first {min(3, len(wrong))}:")
+        for i in wrong[:3]:
+            print(f"    {decode(out[i].tolist())}, not {decode(seq[i, start:-1].tolist())}")
     return scores
 
 

@@ -25,7 +25,7 @@ def test_problems_are_written_as_the_docstring_says():
         == ['42+57=990$', '42-57=-51$', '42*57=4932$', '57/42=01r15$']
     cot = calculator.Problems(2, cot=True)
     assert written(cot, '*', 42, 57) == '42*57=492+0012=4932$' # 42*7 = 294, 42*5*10 = 2100
-    assert written(cot, '/', 57, 42) == '57/42=240,480,621,861,012,252,492,633,873=050,151=01r15$'
+    assert written(cot, '/', 57, 42) == '57/42=005000050,057124051=01r15$' # 5, then 57 = 1*42 + 15
     assert written(cot, '+', 42, 57) == '42+57=990$' # no work to show
 
 
@@ -55,15 +55,17 @@ def test_every_answer_and_every_step_of_the_work_is_right(digits):
                                                                for j in range(digits)]
                 assert number(answer, True) == a * b == sum(number(x, True) for x in partials)
             else:
-                multiples, steps = work[0].split(','), work[1].split(',')
-                assert [number(m, True) for m in multiples] == [k * b for k in range(1, 10)]
-                remainder = 0
+                steps, remainder = work[0].split(','), 0
+                assert len(steps) == digits
                 for i, step in enumerate(steps): # long division, one digit of a at a time
-                    current = 10 * remainder + int(f'{a:0{digits}d}'[i])
-                    q, remainder = int(step[0]), number(step[1:], True)
-                    assert q * b <= current < (q + 1) * b and remainder == current - q * b
+                    current, q = int(step[:digits + 1]), int(step[digits + 1])
+                    product, rest = step[digits + 2:2 * digits + 3], step[2 * digits + 3:]
+                    assert current == 10 * remainder + int(f'{a:0{digits}d}'[i]) # brought down
+                    assert q * b <= current < (q + 1) * b and number(product, True) == q * b
+                    remainder = number(rest, True)
+                    assert remainder == current - q * b and len(rest) == digits
                 assert answer == f'{a // b:0{digits}d}r{a % b:0{digits}d}'
-                assert ''.join(step[0] for step in steps) == answer.split('r')[0]
+                assert ''.join(step[digits + 1] for step in steps) == answer.split('r')[0]
 
 
 class Copier:
@@ -122,6 +124,14 @@ def test_a_tiny_run_learns_to_add_and_subtract(capsys, monkeypatch):
     assert set(scores) == {'+', '-'} and min(scores.values()) >= 0.9, scores
     out = capsys.readouterr().out
     assert re.search(r'held-out exact match \+ \d+\.\d%, - \d+\.\d%', out)
+    for op, count in re.findall(r'^  ([+-]) wrong on (\d+) of 1000, the first', out, re.M):
+        assert abs(int(count) / 1000 - (1 - scores[op])) < 1e-9 # as many as the score says
+    mistakes = re.findall(r'^    (\d\d)([+-])(\d\d)=(\S*), not (\S+)$', out, re.M)
+    assert bool(mistakes) == (min(scores.values()) < 1), out # each shown is wrong, the right answer beside it
+    for a, op, b, answer, right in mistakes:
+        assert answer != right + '$'
+        a, b = int(a), int(b)
+        assert right == (f'{a + b:03d}'[::-1] if op == '+' else '+-'[a < b] + f'{abs(a - b):02d}'[::-1])
 
 
 @pytest.mark.parametrize('ops', ['', 'x', '++', '+ -'])

@@ -191,34 +191,23 @@ def main(argv):
     print(f"{sum(p.numel() for p in model.parameters()):,} parameters; "
           f"{sum(map(len, held.values()))} held-out problems; up to {args.max_steps} steps of {args.batch_size}")
 
-    scores, step = {op: 0.0 for op in args.ops}, 0
-    t0, t_evals = time.time(), 0.0 # t_evals: time spent evaluating, not training
-    for step in range(1, args.max_steps + 1):
-        gpt.set_lr(optimizer, gpt.get_lr(step - 1))
+    def batch_loss():
         losses = [addition.masked_loss(model(xb.to(args.device))[0], yb.to(args.device))
                   for xb, yb in problems.batch(args.batch_size)]
-        loss = sum(losses) / len(losses) # each operation counts the same
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        out_of_time = args.max_seconds is not None and time.time() - t0 > args.max_seconds
-        if step % args.eval_every == 0 or step == args.max_steps or out_of_time:
-            t_eval = time.time()
-            ms_per_step = 1000 * (t_eval - t0 - t_evals) / step
-            scores = {op: addition.exact_match(model, seq, problems.prompt_length, args.device,
-                                               scored_from=problems.answer_start(op))
-                      for op, seq in held.items()}
-            print(f"step {step}: loss {loss.item():.4f}, held-out exact match "
-                  + ', '.join(f"{op} {s:.1%}" for op, s in scores.items())
-                  + f" | {time.time() - t_start:.1f}s, {ms_per_step:.0f} ms/step", flush=True)
-            t_evals += time.time() - t_eval
-            if min(scores.values()) >= args.target or out_of_time:
-                break
+        return sum(losses) / len(losses) # each operation counts the same
+
+    def evaluate():
+        return {op: addition.exact_match(model, seq, problems.prompt_length, args.device,
+                                         scored_from=problems.answer_start(op))
+                for op, seq in held.items()}
+
+    scores, step = addition.train(args, model, optimizer, batch_loss, evaluate, t_start)
 
     print(f"done after {step} steps, {time.time() - t_start:.1f} s in all: "
           + ', '.join(f"{op} {s:.1%}" for op, s in scores.items()))
     for op, seq in held.items(): # the first held-out problem as the model writes it, then its first mistakes
-        out, start = addition.answers(model, seq, problems.prompt_length, args.device), problems.answer_start(op)
+        out = addition.answers(model, seq, problems.prompt_length, args.device)
+        start = problems.answer_start(op)
         wrong = (out != seq)[:, start:].any(dim=1).nonzero()[:, 0].tolist()
         print('  ' + decode(out[0].tolist()))
         if wrong:

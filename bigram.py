@@ -164,7 +164,8 @@ def main():
     n = int(0.9 * len(data))
     train_data, val_data = data[:n], data[n:]
     if len(val_data) <= block_size:
-        fail(f"{path} is too short for block_size={block_size}")
+        fail(f"{path} is too short: its val split (the last 10%) has {len(val_data)} characters, and "
+             f"block_size={block_size} needs {block_size + 1}: use a longer text or a smaller --block_size")
 
     model = BigramLanguageModel(vocab_size)
     m = model.to(device)

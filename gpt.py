@@ -510,8 +510,8 @@ def main():
     data = torch.tensor(encode(text), dtype=torch.long)
     train_data, val_data = split_data(data.to(device)) # all of it lives on the device: ~9 MB
     if len(val_data) <= block_size:
-        fail(f"{path} is too short: its val split holds {len(val_data)} characters, "
-             f"block_size is {block_size}")
+        fail(f"{path} is too short: its val split (the last 10%) has {len(val_data)} characters, and "
+             f"block_size={block_size} needs {block_size + 1}: use a longer text or a smaller --block_size")
     print(f"{len(text):,} characters, vocab {vocab_size}, "
           f"{len(train_data):,} train / {len(val_data):,} val")
     if device_type == 'cpu' and n_layer * n_embd**2 * block_size * batch_size >= 6 * 384**2 * 256 * 32:

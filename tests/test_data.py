@@ -228,6 +228,19 @@ def test_a_missing_input_file_is_one_line_and_downloads_nothing(script, tmp_path
     assert 'downloading' not in r.stdout and os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_a_text_too_short_for_the_block_size_is_one_line(script, tmp_path):
+    (tmp_path / 'own.txt').write_text('abcdefghij' * 8) # 80 characters: 8 in the val split
+    args = [f'--input_file={tmp_path / "own.txt"}', '--device=cpu', '--max_iters=1', '--eval_iters=1',
+            *TINY_RUN[script]]
+    r = run_here(script, *args, '--block_size=8', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == (f"error: {tmp_path / 'own.txt'} is too short: its val split (the "
+                                              "last 10%) has 8 characters, and block_size=8 needs 9: use a "
+                                              "longer text or a smaller --block_size\n")
+    r = run_here(script, *args, '--block_size=7', cwd=tmp_path) # as the message says
+    assert r.returncode == 0, r.stderr
+
+
 def test_a_test_run_without_the_data_ends_by_saying_how_to_get_it(tmp_path):
     """The tests never download; without input.txt the run's last lines say what was skipped and why."""
     hook = f"runpy.run_path({conftest.__file__!r})['pytest_terminal_summary']" # this project's

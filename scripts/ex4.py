@@ -1,11 +1,12 @@
 """
 Exercise EX4: read a transformer paper, implement a feature, see whether it helps.
 
-Four features from papers, each a few lines applied to gpt.py's model after it is built. Each
-trains as `python gpt.py --preset=cpu` does (the same loop, schedule and evaluations; 100 to
-120 s a run on 2 cores), on several seeds, next to the unchanged model on the same seeds:
+Six features from papers, each a function that changes gpt.py's model after it is built (a few
+lines, or a small class). Each trains as `python gpt.py --preset=cpu` does (the same loop,
+schedule, batches and evaluations; 100 to 160 s a run on 2 cores), on several seeds, next to the
+unchanged model on the same seeds:
 
-    python scripts/ex4.py                                      # all four and the baseline, 3 seeds: 27 min
+    python scripts/ex4.py                                      # all six and the baseline, 3 seeds: 42 min
     python scripts/ex4.py --features baseline gelu --seeds 1337 --max_iters 500
     python scripts/ex4.py --device=cuda                        # the same runs on a GPU
 
@@ -21,6 +22,7 @@ import time
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpt  # noqa: E402
@@ -52,6 +54,64 @@ def nope(model):
     model.position_embedding_table.weight.requires_grad_(False)
 
 
+def rotate(x):
+    """RoPE: turn each pair of channels (2i, 2i+1) of the vector at position t by the angle
+    t * 10000**(-2i/hs). A dot product of two turned vectors then depends on how far apart their
+    positions are, not on where they are. x: (B,nh,T,hs)"""
+    T, hs = x.shape[-2:]
+    theta = 10000 ** (-torch.arange(0, hs, 2, device=x.device) / hs) # (hs/2,) one speed per pair
+    angle = torch.arange(T, device=x.device)[:, None] * theta        # (T,hs/2)
+    cos, sin = angle.cos(), angle.sin()
+    x1, x2 = x[..., 0::2], x[..., 1::2]                              # (B,nh,T,hs/2) each
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2) # (B,nh,T,hs)
+
+
+class RotaryAttention(gpt.BatchedMultiHeadAttention):
+    """gpt.py's batched attention (EX1), with the queries and keys turned by rotate()"""
+
+    def forward(self, x):
+        B, T, C = x.shape
+        nh = len(self.heads)
+        q, k, v = ([getattr(h, name)(x) for h in self.heads] for name in ('query', 'key', 'value'))
+        q, k, v = (torch.stack(t, dim=1) for t in (q, k, v)) # (B,nh,T,hs)
+        p = self.heads[0].dropout.p if self.training else 0.0
+        out = F.scaled_dot_product_attention(rotate(q), rotate(k), v, dropout_p=p, is_causal=True)
+        out = out.transpose(1, 2).reshape(B, T, -1) # (B,T,nh*hs)
+        return self.dropout(self.proj(out))
+
+
+def rope(model):
+    # position goes into attention alone, as an angle, instead of a table added to the tokens
+    nope(model)
+    for block in model.blocks:
+        block.sa.__class__ = RotaryAttention # same parameters, another forward
+
+
+class SwiGLU(nn.Module):
+    """FeedForward with a gate: silu(x W) * (x V), then back to n_embd. Three matrices 2/3 as wide
+    as the lecture's two (4 * n_embd), so as many weights where 3 divides 8 * n_embd (96: 256)"""
+
+    def __init__(self, n_embd):
+        super().__init__()
+        hidden = 2 * 4 * n_embd // 3
+        self.w = nn.Linear(n_embd, hidden)
+        self.v = nn.Linear(n_embd, hidden)
+        self.proj = nn.Linear(hidden, n_embd)
+        self.dropout = nn.Dropout(gpt.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.proj(F.silu(self.w(x)) * self.v(x)))
+
+
+def swiglu(model):
+    device = model.lm_head.weight.device
+    with torch.random.fork_rng(devices=[]): # new weights, but the batches drawn next stay the baseline's
+        for block in model.blocks:
+            block.ffwd = SwiGLU(gpt.n_embd)
+            block.ffwd.apply(model._init_weights)
+    model.to(device)
+
+
 FEATURES = {
     'baseline': ('the CPU preset as it is', lambda model: None),
     'gelu': ('GELU instead of ReLU in FeedForward (Hendrycks & Gimpel 2016; GPT-2)', gelu),
@@ -60,17 +120,20 @@ FEATURES = {
     'residual-init': ('residual projections initialized 1/sqrt(2 n_layer) smaller (GPT-2, section 2.3)',
                       residual_init),
     'nope': ('no position embeddings at all (Haviv et al. 2022)', nope),
+    'rope': ('rotary position embeddings in attention, none added to the tokens (Su et al. 2021, RoFormer)',
+             rope),
+    'swiglu': ('a gated FeedForward, SwiGLU, as wide in weights (Shazeer 2020; LLaMA)', swiglu),
 }
 
 
 def train(feature, seed, splits, vocab_size, label):
     """One model, changed by the feature, through gpt.py's loop (ex3.train, the same one EX3 runs);
-    its val loss after the last step and its trained parameters."""
+    its val loss after the last step, its trained parameters and the seconds it trained."""
     torch.manual_seed(seed)
     model = gpt.GPTLanguageModel(vocab_size).to(gpt.device)
     FEATURES[feature][1](model)
-    losses, _ = ex3.train(model, splits, gpt.max_iters, label)
-    return losses['val'], sum(p.numel() for p in model.parameters() if p.requires_grad)
+    losses, seconds = ex3.train(model, splits, gpt.max_iters, label)
+    return losses['val'], sum(p.numel() for p in model.parameters() if p.requires_grad), seconds
 
 
 def main(argv):
@@ -111,14 +174,15 @@ def main(argv):
 
     base = statistics.mean(results['baseline', s][0] for s in args.seeds) if 'baseline' in args.features else None
     print('\n| feature | what | trained parameters | ' + ' | '.join(f'seed {s}' for s in args.seeds)
-          + ' | mean | vs baseline |')
-    print('| --- | --- | ---: | ' + ' | '.join('---:' for _ in args.seeds) + ' | ---: | ---: |')
+          + ' | mean | vs baseline | s per run |')
+    print('| --- | --- | ---: | ' + ' | '.join('---:' for _ in args.seeds) + ' | ---: | ---: | ---: |')
     for feature in args.features:
         vals = [results[feature, s][0] for s in args.seeds]
         mean = statistics.mean(vals)
         diff = f'{mean - base:+.4f}' if base is not None and feature != 'baseline' else ''
+        seconds = statistics.mean(results[feature, s][2] for s in args.seeds)
         print(f"| {feature} | {FEATURES[feature][0]} | {results[feature, args.seeds[0]][1]:,} | "
-              + ' | '.join(f'{v:.4f}' for v in vals) + f" | {mean:.4f} | {diff} |")
+              + ' | '.join(f'{v:.4f}' for v in vals) + f" | {mean:.4f} | {diff} | {seconds:.0f} |")
     print(f"\nval loss after the last step; {time.time() - t0:.0f} s in all, PyTorch {torch.__version__}")
 
 

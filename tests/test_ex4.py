@@ -59,14 +59,83 @@ def test_nope_has_no_position_information_even_after_training(tiny):
     assert not model.position_embedding_table.weight.any()
 
 
+def test_rotate_turns_each_pair_by_its_position_keeping_lengths():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 10, 8)
+    turned = ex4.rotate(x)
+    torch.testing.assert_close(turned[:, :, 0], x[:, :, 0]) # position 0: angle 0
+    torch.testing.assert_close(turned.norm(dim=-1), x.norm(dim=-1))
+    for i in range(4): # pair i turns by 10000**(-2i/8) radians per position: pair 0 by 1
+        angle = torch.arange(10.0) * 10000 ** (-i / 4)
+        pair = torch.complex(x[..., 2 * i], x[..., 2 * i + 1]) * torch.exp(1j * angle)
+        torch.testing.assert_close(turned[..., 2 * i], pair.real)
+        torch.testing.assert_close(turned[..., 2 * i + 1], pair.imag)
+
+
+def test_rotate_makes_a_query_key_score_depend_only_on_their_distance():
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 8)
+    T = 12
+    scores = ex4.rotate(q.expand(1, 1, T, 8)) @ ex4.rotate(k.expand(1, 1, T, 8)).transpose(-2, -1) # (1,1,T,T)
+    scores = scores[0, 0]
+    for shift in range(1, T):
+        torch.testing.assert_close(scores[shift:, shift:], scores[:-shift, :-shift])
+    assert not torch.allclose(scores[0, 1], scores[0, 2]) # but the distance does count
+
+
+def test_rope_is_the_batched_attention_plus_rotation(tiny, monkeypatch):
+    torch.manual_seed(0)
+    model = gpt.GPTLanguageModel(65)
+    plain = gpt.BatchedMultiHeadAttention(gpt.n_head, gpt.n_embd // gpt.n_head)
+    ex4.rope(model)
+    sa = model.blocks[0].sa
+    plain.load_state_dict(sa.state_dict()) # the same parameters
+    x = torch.randn(3, gpt.block_size, gpt.n_embd)
+    # the lecture's Head, step by step, with its query and key turned
+    heads = []
+    for h in sa.heads:
+        q, k = (ex4.rotate(m(x)[:, None])[:, 0] for m in (h.query, h.key)) # (B,T,hs)
+        wei = (q @ k.transpose(-2, -1) * k.shape[-1]**-0.5).masked_fill(h.tril == 0, float('-inf'))
+        heads.append(wei.softmax(dim=-1) @ h.value(x))
+    torch.testing.assert_close(sa(x), sa.proj(torch.cat(heads, dim=-1)))
+    assert not torch.allclose(sa(x), plain(x), atol=1e-4)
+    monkeypatch.setattr(ex4, 'rotate', lambda t: t)
+    torch.testing.assert_close(sa(x), plain(x))
+    trained(model)
+    assert not model.position_embedding_table.weight.any() # position comes from rotation alone
+
+
+def test_swiglu_has_the_feedforwards_weights(tiny):
+    weights = lambda ffwd: sum(m.weight.numel() for m in ffwd.modules() if isinstance(m, nn.Linear))
+    assert weights(ex4.SwiGLU(96)) == weights(gpt.FeedForward(96)) # the CPU preset's width
+    model = gpt.GPTLanguageModel(65)
+    ex4.swiglu(model)
+    assert all(isinstance(block.ffwd, ex4.SwiGLU) for block in model.blocks)
+    x = torch.randn(2, 5, gpt.n_embd)
+    ffwd = model.blocks[0].ffwd
+    torch.testing.assert_close(ffwd(x), ffwd.proj(nn.functional.silu(ffwd.w(x)) * ffwd.v(x)))
+    trained(model)
+
+
+def test_no_feature_changes_the_batches_drawn_after_it(tiny):
+    """So every feature trains on the baseline's batches: a run differs from it by the model alone."""
+    torch.manual_seed(0)
+    gpt.GPTLanguageModel(65)
+    expected = torch.get_rng_state()
+    for name, (_, change) in ex4.FEATURES.items():
+        torch.manual_seed(0)
+        change(gpt.GPTLanguageModel(65))
+        assert torch.equal(torch.get_rng_state(), expected), name
+
+
 @needs_input
 def test_the_script_compares_features_with_the_baseline():
     r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
                  '--max_iters', '4')
     assert r.returncode == 0, r.stderr
     assert re.search(r'^nope seed 1 step 4: train loss [\d.]+, val loss [\d.]+ \| \d+s$', r.stdout, re.M)
-    base = re.search(r'^\| baseline \| .* \| 353,537 \| ([\d.]+) \| \1 \|  \|$', r.stdout, re.M)
-    nope = re.search(r'^\| nope \| .* \| 347,393 \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \|$', r.stdout, re.M)
+    base = re.search(r'^\| baseline \| .* \| 353,537 \| ([\d.]+) \| \1 \|  \| \d+ \|$', r.stdout, re.M)
+    nope = re.search(r'^\| nope \| .* \| 347,393 \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \| \d+ \|$', r.stdout, re.M)
     assert base and nope, r.stdout
 
 

@@ -16,10 +16,12 @@ import argparse
 import functools
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
 import time
+import traceback
 
 import torch
 import torch.nn as nn
@@ -212,18 +214,11 @@ def main(argv):
             rows.append(train_stage(*w))
             print(f"stage {w[0]} done: val loss {rows[-1]['val']:.4f}", flush=True)
     else:
+        done = {}
         # the biggest stages first, so the two cores finish together
-        order = sorted(work, key=lambda w: -w[0])
-        # the workers start with Ctrl-C ignored (they inherit that from here): it stops this
-        # process alone, and ending the pool ends them, without a traceback from each of them
-        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        pool = multiprocessing.get_context('spawn').Pool(jobs)
-        signal.signal(signal.SIGINT, handler)
-        with pool:
-            done = {}
-            for row in pool.imap_unordered(train_stage_args, order):
-                done[row['stage']] = row
-                print(f"stage {row['stage']} done: val loss {row['val']:.4f} ({row['seconds']} s)", flush=True)
+        for row in train_side_by_side(sorted(work, key=lambda w: -w[0]), jobs):
+            done[row['stage']] = row
+            print(f"stage {row['stage']} done: val loss {row['val']:.4f} ({row['seconds']} s)", flush=True)
         rows = [done[s] for s in args.stages]
     print()
     print(markdown(rows))
@@ -233,12 +228,57 @@ def main(argv):
         print(f"wrote {args.json}")
 
 
-def train_stage_args(w):
+def train_side_by_side(work, jobs):
+    """Train the stages in processes of their own, `jobs` at a time; yield each row as it comes.
+    Each worker sends its row (or its exception) down a pipe of its own, so killing one midway,
+    as Ctrl-C or an error here does, can leave nothing locked that another process waits on (a
+    multiprocessing.Pool can: its workers share one result queue and its lock)."""
+    ctx = multiprocessing.get_context('spawn')
+    todo, running = list(work), {} # running: the receiving end of each worker's pipe -> its process
     try:
-        return train_stage(*w)
-    except BrokenPipeError: # nobody reads our output (| head): the main process stops; this worker's
+        while todo or running:
+            while todo and len(running) < jobs:
+                receive, send = ctx.Pipe(duplex=False)
+                # the workers start with Ctrl-C ignored (they inherit that from here): it stops this
+                # process alone, which ends them, without a traceback from each of them
+                handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                w = todo.pop(0)
+                worker = ctx.Process(target=train_stage_and_send, args=(w, send), daemon=True)
+                worker.start()
+                signal.signal(signal.SIGINT, handler)
+                send.close() # the worker holds the other copy: once it is gone, recv() ends
+                running[receive] = worker, w[0]
+            for receive in multiprocessing.connection.wait(list(running)):
+                worker, stage = running.pop(receive)
+                try:
+                    row, where = receive.recv()
+                except EOFError: # it died without a word (killed: out of memory?)
+                    worker.join()
+                    gpt.fail(f"the process training stage {stage} stopped with exit code {worker.exitcode}")
+                worker.join()
+                if where: # its own error, raised here: one line if out of memory, else after its traceback
+                    raise row from RuntimeError(f"in the process training stage {stage}:\n{where}")
+                if isinstance(row, BaseException): # the reader of our output is gone
+                    raise row
+                yield row
+    finally:
+        for worker, _ in running.values():
+            worker.kill()
+        for worker, _ in running.values():
+            worker.join()
+
+
+def train_stage_and_send(w, send):
+    """A worker: train one stage; send its row, or what went wrong and where."""
+    where = None
+    try:
+        row = train_stage(*w)
+    except BrokenPipeError as e: # nobody reads our output (| head): the main process stops; this worker's
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # last flush must not fail either
-        raise
+        row = e
+    except Exception as e:
+        row, where = e, traceback.format_exc()
+    send.send((row, where))
 
 
 if __name__ == '__main__':

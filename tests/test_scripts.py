@@ -2,6 +2,7 @@
 its own shows it (the end-to-end run, Ctrl-C, child processes), in a new one."""
 import ast
 import json
+import multiprocessing
 import os
 import re
 import runpy
@@ -9,6 +10,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -16,6 +18,9 @@ import torch
 
 import gpt
 from conftest import ROOT, needs_input, run_here
+
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import progression  # noqa: E402
 
 TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
             '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=50',
@@ -328,11 +333,46 @@ def test_progression_and_its_workers_stop_quietly_when_the_reader_goes(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONUNBUFFERED'}
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'progression.py'), '--stages', '1,2',
                           '--jobs=2', '--max_iters=2', '--eval_iters=1'], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True)
     assert p.stdout.readline().startswith('training stages 1, 2')
     p.stdout.close()
-    err = p.stderr.read() # to its end: the workers' stderr too, which stays open until they are gone
-    assert p.wait(timeout=60) == 1 and err == '', err # without the fix: a traceback in 3 runs of 5 here
+    try: # stderr to its end: the workers' too, which stays open until they are gone
+        _, err = p.communicate(timeout=60) # with a multiprocessing.Pool, once in a while: forever
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    assert p.returncode == 1 and err == '', err # without the fix: a traceback in 3 runs of 5 here
+
+
+def test_progression_raises_a_workers_error_after_its_traceback():
+    with pytest.raises(KeyError) as e: # no stage 99: train_stage fails in the worker
+        list(progression.train_side_by_side([(99, 'cpu', {}, 1)], jobs=1))
+    assert str(e.value.__cause__).startswith('in the process training stage 99:\nTraceback')
+    assert str(e.value.__cause__).endswith('KeyError: 99\n')
+    assert not multiprocessing.active_children()
+
+
+@needs_input
+def test_progression_says_in_one_line_which_worker_died(capsys):
+    """A worker killed (by the system, out of memory, say) leaves the others nothing to wait for."""
+    def kill(first_only):
+        workers = sorted(multiprocessing.active_children(), key=lambda w: int(w.name.rsplit('-', 1)[1]))
+        for w in workers[:1] if first_only else workers:
+            w.kill()
+    first, rest = threading.Timer(5, kill, (True,)), threading.Timer(60, kill, (False,)) # rest: if it hangs
+    first.start()
+    rest.start()
+    long = {'max_iters': 10**6, 'eval_interval': 10**6, 'eval_iters': 1}
+    try:
+        with pytest.raises(SystemExit) as e: # the first started trains stage 6
+            list(progression.train_side_by_side([(6, 'cpu', long, 1), (5, 'cpu', long, 1)], jobs=2))
+    finally:
+        hung = rest.finished.is_set() # the main process waited for stage 5 until the test killed it
+        first.cancel()
+        rest.cancel()
+    assert not hung and e.value.code == 1
+    assert capsys.readouterr().err == 'error: the process training stage 6 stopped with exit code -9\n'
+    assert not multiprocessing.active_children() # stage 5's worker went too
 
 
 @needs_input

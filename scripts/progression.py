@@ -13,6 +13,7 @@ Every stage starts from torch.manual_seed(1337) and builds its modules and draws
 in the lecture's order, as the lecture's script at that commit does.
 """
 import argparse
+import contextlib
 import functools
 import json
 import multiprocessing
@@ -215,10 +216,12 @@ def main(argv):
             print(f"stage {w[0]} done: val loss {rows[-1]['val']:.4f}", flush=True)
     else:
         done = {}
-        # the biggest stages first, so the two cores finish together
-        for row in train_side_by_side(sorted(work, key=lambda w: -w[0]), jobs):
-            done[row['stage']] = row
-            print(f"stage {row['stage']} done: val loss {row['val']:.4f} ({row['seconds']} s)", flush=True)
+        # the biggest stages first, so the two cores finish together; closing() ends the workers
+        # at once if this loop stops (its print fails when the reader has gone)
+        with contextlib.closing(train_side_by_side(sorted(work, key=lambda w: -w[0]), jobs)) as finished:
+            for row in finished:
+                done[row['stage']] = row
+                print(f"stage {row['stage']} done: val loss {row['val']:.4f} ({row['seconds']} s)", flush=True)
         rows = [done[s] for s in args.stages]
     print()
     print(markdown(rows))

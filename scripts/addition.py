@@ -138,11 +138,16 @@ def answers(model, seq, prompt_length, device, chunk=500):
     return torch.cat(out)
 
 
+def solved(out, seq, scored_from):
+    """(B,) True where the model's answer out (from answers()) matches seq from position scored_from on."""
+    return (out == seq.cpu())[:, scored_from:].all(dim=1)
+
+
 def exact_match(model, seq, prompt_length, device, chunk=500, scored_from=None):
     """The share of problems whose whole answer the model writes right (all it writes, or what it
     writes from position scored_from on)."""
     out = answers(model, seq, prompt_length, device, chunk)
-    return (out == seq.cpu())[:, scored_from or prompt_length:].all(dim=1).sum().item() / len(seq)
+    return solved(out, seq, scored_from or prompt_length).sum().item() / len(seq)
 
 
 def training_options(p, n_layer, lr, max_steps_help, target_help):

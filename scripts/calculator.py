@@ -196,19 +196,23 @@ def main(argv):
                   for xb, yb in problems.batch(args.batch_size)]
         return sum(losses) / len(losses) # each operation counts the same
 
+    # per operation, from the last evaluation: the held-out problems as the model wrote them, and
+    # which of them it got right (shown at the end, not decoded again)
+    written, right = {}, {}
+
     def evaluate():
-        return {op: addition.exact_match(model, seq, problems.prompt_length, args.device,
-                                         scored_from=problems.answer_start(op))
-                for op, seq in held.items()}
+        for op, seq in held.items():
+            written[op] = addition.answers(model, seq, problems.prompt_length, args.device)
+            right[op] = addition.solved(written[op], seq, problems.answer_start(op))
+        return {op: right[op].sum().item() / len(right[op]) for op in held}
 
     scores, step = addition.train(args, model, optimizer, batch_loss, evaluate, t_start)
 
     print(f"done after {step} steps, {time.time() - t_start:.1f} s in all: "
           + ', '.join(f"{op} {s:.1%}" for op, s in scores.items()))
-    for op, seq in held.items(): # the first held-out problem as the model writes it, then its first mistakes
-        out = addition.answers(model, seq, problems.prompt_length, args.device)
-        start = problems.answer_start(op)
-        wrong = (out != seq)[:, start:].any(dim=1).nonzero()[:, 0].tolist()
+    for op, seq in held.items(): # the first held-out problem as the model wrote it, then its first mistakes
+        out, start = written[op], problems.answer_start(op)
+        wrong = (~right[op]).nonzero()[:, 0].tolist()
         print('  ' + decode(out[0].tolist()))
         if wrong:
             print(f"  {op} wrong on {len(wrong)} of {len(seq)}, the first {min(3, len(wrong))}:")

@@ -474,6 +474,8 @@ def test_every_script_with_options_answers_a_wrong_one_in_one_line(script, tmp_p
     ('foo', ["device 'foo'", 'cpu', 'cuda', 'mps']),
     # a CPU build of PyTorch says CUDA is missing; a CUDA build on a machine without one, the driver
     ('cuda:7' if torch.cuda.is_available() else 'cuda', ['cannot use device', 'CUDA|NVIDIA driver']),
+    ('meta', ["cannot use device 'meta'"]), # PyTorch takes it, but its tensors hold no numbers
+    ('hpu', ["cannot use device 'hpu'"]), # Intel Gaudi: PyTorch knows the name, but not without its plugin
 ])
 def test_a_device_this_machine_lacks_is_a_one_line_error(command, device, words, tmp_path):
     script, *args = command.split()

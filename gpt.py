@@ -44,7 +44,7 @@ seed = 1337 # for torch.manual_seed: the initial weights and the batches
 input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
 max_new_tokens = 500 # length of the sample printed at the end
 progress_seconds = 30.0 # between evaluations, a progress line at least this often (0: none)
-preset = '' # a named set of the settings below, applied before the command line: 'cpu'
+preset = '' # a named group of settings from PRESETS below, applied before the command line: 'cpu'
 out_dir = 'out' # where checkpoints and the loss log go ('' turns checkpoints off)
 resume = False # continue from out_dir/ckpt.pt
 # learning-rate schedule: off by default, so the default run is the lecture's constant lr

@@ -232,6 +232,8 @@ def apply_overrides(argv, namespace):
             value = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
             value = raw # a bare string, e.g. --device=cpu
+        if kinds[key] is str and type(value) in (int, float):
+            value = raw # --out_dir=2024: a number is a fine name for a folder or a file
         if isinstance(value, str):
             value = os.path.expanduser(value) # --input_file=~/my.txt: the shell leaves a ~ after = alone
         value = as_kind(value, kinds[key])

@@ -221,6 +221,21 @@ def test_a_tilde_in_a_setting_is_the_home_folder(script, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
+def test_a_number_is_a_name_where_a_setting_is_text(script, tmp_path):
+    """--input_file=2024 is the file 2024, though Python would read the value as an int."""
+    (tmp_path / '2024').write_text('abc cab bca\n' * 300)
+    r = run_here(script, '--input_file=2024', '--device=cpu', '--max_iters=0', '--eval_iters=1',
+                 '--block_size=8', *TINY_RUN[script], *(['--out_dir=7'] if script == 'gpt.py' else []),
+                 cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert 'input_file=2024' in r.stdout
+    if script == 'gpt.py':
+        assert sorted(os.listdir(tmp_path / '7')) == ['best.pt', 'ckpt.pt', 'log.csv']
+    r = run_here(script, '--input_file=True', cwd=tmp_path) # not a name anyone means
+    assert r.returncode == 2 and r.stderr.startswith("error: --input_file expects a string, got 'True'")
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])
 def test_a_missing_input_file_is_one_line_and_downloads_nothing(script, tmp_path):
     r = run_here(script, '--input_file=missing.txt', '--device=cpu', '--max_iters=0', '--eval_iters=1',
                  '--block_size=8', *TINY_RUN[script], cwd=tmp_path) # if it ran anyway: fast

@@ -94,6 +94,14 @@ def main():
     check("above ln 65: the random table is not uniform, so it guesses wrong with confidence",
           loss.item() > math.log(65))
     check("4.87, the video's number", f"{loss.item():.4f}".startswith('4.87'))
+    s = m.token_embedding_table.weight.std().item() # nn.Embedding's init: normal(0, 1)
+    guess = math.log(65) + s**2 / 2
+    # every position of val at once: no random draw, so the batches below stay the notebook's
+    with torch.no_grad():
+        whole = F.cross_entropy(m.token_embedding_table(val_data[:-1]), val_data[1:]).item()
+    print(f"  why: random logits of standard deviation s cost about ln 65 + s^2/2 = {guess:.4f}\n"
+          f"  (here s = {s:.4f}); the loss at init over every position of val: {whole:.4f}")
+    check("ln 65 + s^2/2 is within 0.1 of the loss over all of val", abs(guess - whole) < 0.1)
 
     section("8. generate from the untrained model: noise")
     idx = torch.zeros((1, 1), dtype=torch.long) # token 0: a newline, the start

@@ -200,8 +200,9 @@ def test_the_data_walkthrough_runs_and_all_its_checks_pass():
     r = run_here(os.path.join('scripts', 'data_walkthrough.py'))
     assert r.returncode == 0, r.stdout + r.stderr
     assert 'all checks passed' in r.stdout and 'FAILED' not in r.stdout
-    assert r.stdout.count('[ok]') == 12
+    assert r.stdout.count('[ok]') == 13
     assert 'loss 4.8786;' in r.stdout
+    assert 'the loss at init over every position of val: 4.7243' in r.stdout # the README's FAQ
 
 
 @pytest.mark.parametrize('script', ['attention_walkthrough.py', 'data_walkthrough.py'])

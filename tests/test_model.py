@@ -43,13 +43,20 @@ def test_parameter_count_is_the_lectures():
     assert sum(p.numel() for p in model.parameters()) == 10_788_929
 
 
-def test_initial_loss_is_near_uniform(tiny):
-    # normal(0, 0.02) init: the first predictions are nearly uniform, so the loss is about ln 65
+@pytest.mark.parametrize('n_embd', [96, 384])
+def test_initial_loss_is_ln_65_plus_half_the_logits_variance(tiny, monkeypatch, n_embd):
+    """README, "Why does the bigram start at 4.7 and the GPT at 4.2?": ln_f gives lm_head inputs of
+    variance 1, and its normal(0, 0.02) weights make logits of standard deviation 0.02 * sqrt(n_embd);
+    random logits of standard deviation s cost about ln 65 + s**2 / 2."""
+    monkeypatch.setattr(gpt, 'n_embd', n_embd)
+    monkeypatch.setattr(gpt, 'n_head', 4)
     torch.manual_seed(0)
-    model = tiny.GPTLanguageModel(65)
-    idx = torch.randint(65, (8, 16))
-    _, loss = model(idx, torch.randint(65, (8, 16)))
-    assert abs(loss.item() - math.log(65)) < 0.1
+    model = tiny.GPTLanguageModel(65).eval()
+    idx = torch.randint(65, (16, tiny.block_size))
+    logits, loss = model(idx, torch.randint(65, (16, tiny.block_size))) # targets that know nothing
+    s = 0.02 * math.sqrt(n_embd)
+    assert abs(logits.std(dim=-1).mean().item() / s - 1) < 0.15
+    assert abs(loss.item() - (math.log(65) + s**2 / 2)) < 0.04
 
 
 def test_state_dict_round_trip(tiny):

@@ -53,6 +53,69 @@ def test_bigram_prints_the_lectures_exact_losses():
 
 
 @needs_input
+def test_gpt_prints_the_losses_of_the_lectures_loop(monkeypatch):
+    """The lecture's script as the video writes it, at a tiny size: seed, data, model, AdamW, and a
+    loop that evaluates every eval_interval steps (and at max_iters - 1) with a .item() per batch,
+    each batch stacked from a list of slices. gpt.py prints the same losses at every evaluation the
+    two share: the same init, batches, dropout masks and updates, on a CPU."""
+    settings = dict(batch_size=4, block_size=16, max_iters=40, eval_interval=10, learning_rate=1e-3,
+                    eval_iters=3, n_embd=16, n_head=2, n_layer=2, dropout=0.2)
+    r = run_here('gpt.py', *[f'--{k}={v}' for k, v in settings.items()], '--device=cpu', '--out_dir=',
+                 '--max_new_tokens=0')
+    assert r.returncode == 0, r.stderr
+    printed = losses(r.stdout)
+    for key, value in dict(settings, device='cpu', fast_attention=False).items():
+        monkeypatch.setattr(gpt, key, value) # the classes read them, as the lecture's do
+
+    torch.manual_seed(1337)
+    with open(os.path.join(ROOT, 'input.txt'), encoding='utf-8') as f:
+        text = f.read()
+    chars = sorted(list(set(text)))
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+    n = int(0.9 * len(data))
+    splits = {'train': data[:n], 'val': data[n:]}
+    block_size, batch_size = settings['block_size'], settings['batch_size']
+
+    def get_batch(split):
+        d = splits[split]
+        ix = torch.randint(len(d) - block_size, (batch_size,))
+        return (torch.stack([d[i:i + block_size] for i in ix]),
+                torch.stack([d[i + 1:i + block_size + 1] for i in ix]))
+
+    @torch.no_grad()
+    def estimate_loss():
+        out = {}
+        model.eval()
+        for split in ['train', 'val']:
+            found = torch.zeros(settings['eval_iters'])
+            for k in range(settings['eval_iters']):
+                X, Y = get_batch(split)
+                logits, loss = model(X, Y)
+                found[k] = loss.item()
+            out[split] = found.mean().item()
+        model.train()
+        return out
+
+    model = gpt.GPTLanguageModel(len(chars))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings['learning_rate'])
+    lecture = {}
+    for step in range(settings['max_iters']):
+        if step % settings['eval_interval'] == 0 or step == settings['max_iters'] - 1:
+            out = estimate_loss()
+            lecture[step] = (float(f"{out['train']:.4f}"), float(f"{out['val']:.4f}"))
+        xb, yb = get_batch('train')
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    assert sorted(lecture) == [0, 10, 20, 30, 39] and sorted(printed) == [0, 10, 20, 30, 40]
+    assert {step: printed[step] for step in (0, 10, 20, 30)} == {step: lecture[step] for step in (0, 10, 20, 30)}
+    assert len(set(lecture.values())) == 5 # it trained: no two evaluations alike
+
+
+@needs_input
 def test_gpt_trains_end_to_end_and_samples(tmp_path):
     r = run('gpt.py', *TINY_GPT, '--progress_seconds=1e-9', cwd=tmp_path)
     assert r.returncode == 0, r.stderr

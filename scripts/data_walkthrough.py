@@ -1,7 +1,7 @@
 """
 The first part of the lecture's notebook, top to bottom: the data, the tokens, the batches and
 the bigram model, before any attention. Each step prints what the lecture shows; every claim it
-makes is checked, and the script exits non-zero if one fails. About 7 s on a 2-core CPU.
+makes is checked, and the script exits non-zero if one fails. About 6 s on a 2-core CPU.
 
     python scripts/data_walkthrough.py
     python scripts/attention_walkthrough.py     # the notebook's second part: the attention trick

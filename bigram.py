@@ -319,3 +319,5 @@ if __name__ == '__main__':
     except BrokenPipeError: # whoever read the output stopped reading (| head): no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
+    except OSError as e: # e.g. the disk filled up under the output (python bigram.py > file)
+        fail(f"{e.strerror}: {e.filename}" if e.filename else e.strerror or str(e))

@@ -892,8 +892,8 @@ def memory_error(e):
 
 def run_main(main, *args, shrink=None):
     """Run a script's main(*args): Ctrl-C exits with 130, a reader that stops reading (| head)
-    ends it with 1, and running out of memory is a one-line error (that names the options to
-    shrink, if the script has any), none with a traceback."""
+    ends it with 1, and a full disk, or running out of memory, is a one-line error (the latter
+    names the options to shrink, if the script has any), none with a traceback."""
     try:
         main(*args)
         sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
@@ -901,11 +901,18 @@ def run_main(main, *args, shrink=None):
         sys.exit(130)
     except BrokenPipeError:
         exit_on_broken_pipe()
+    except OSError as e: # e.g. the disk filled up under the output (python script.py > file)
+        fail(os_error(e))
     except RuntimeError as e:
         what = memory_error(e)
         if what is None:
             raise
         fail(f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
+
+
+def os_error(e):
+    """An OSError in a few words: the system's reason, and the file if it names one."""
+    return f"{e.strerror}: {e.filename}" if e.filename else e.strerror or str(e)
 
 
 def why_unreadable(e):
@@ -1003,8 +1010,8 @@ if __name__ == '__main__':
         sys.exit(130)
     except BrokenPipeError:
         exit_on_broken_pipe()
-    except OSError as e: # e.g. the disk filled up while the log was written
-        fail(f"{e.strerror}: {e.filename}" if e.filename else str(e))
+    except OSError as e: # e.g. the disk filled up under the log, or under the output (> file)
+        fail(os_error(e))
     except RuntimeError as e:
         what = memory_error(e)
         if what is None:

@@ -132,3 +132,5 @@ if __name__ == '__main__':
     except BrokenPipeError: # as gpt.exit_on_broken_pipe: nothing left to flush, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
+    except OSError as e: # as gpt.os_error: e.g. the disk filled up under the output (> file)
+        sys.exit(f"error: {e.strerror}: {e.filename}" if e.filename else f"error: {e.strerror or e}")

@@ -369,8 +369,7 @@ def test_ctrl_c_stops_a_script_without_a_traceback(command):
 TINY_TRY = '--n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --eval_iters=1 --max_new_tokens=5'
 
 
-@needs_input
-@pytest.mark.parametrize('command', [
+WRITERS = [ # a short run of each script that prints
     'bigram.py --max_iters=1 --eval_iters=1', f'gpt.py {" ".join(TINY_GPT)} --out_dir=',
     'scripts/attention_walkthrough.py', # data_walkthrough.py stops through the same run_checked
     'scripts/progression.py --stages 1 --max_iters=2 --eval_iters=1',
@@ -379,7 +378,11 @@ TINY_TRY = '--n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --eval_iters=1 --m
     'scripts/calculator.py --digits 1 --max_steps=2 --cot',
     f'scripts/ex3.py --corpus={os.path.join(ROOT, "README.md")} --preset= {" ".join(TINY_GPT)}',
     'scripts/ex4.py --features baseline --seeds 1 --max_iters=2',
-    f'scripts/cpu_sweep.py --try="{TINY_TRY} --max_iters=2"'])
+    f'scripts/cpu_sweep.py --try="{TINY_TRY} --max_iters=2"']
+
+
+@needs_input
+@pytest.mark.parametrize('command', WRITERS)
 def test_a_reader_that_stops_reading_gets_no_traceback(command, tmp_path):
     """`python script.py | head`: a script stops quietly once nobody reads its output. Here nobody
     reads from the start, and the output is block-buffered, as in a pipe."""
@@ -389,6 +392,23 @@ def test_a_reader_that_stops_reading_gets_no_traceback(command, tmp_path):
         r = run_here(*shlex.split(command), cwd=tmp_path, stdout=stdout)
         assert r.returncode == 1 and r.stderr == '', r.stderr
         stdout.flush() # what the interpreter would do at exit: nothing may be left to write
+
+
+@needs_input
+@pytest.mark.skipif(not os.path.exists('/dev/full'), reason='needs /dev/full, a file that is always full')
+@pytest.mark.parametrize('command', WRITERS + ['scripts/plot_losses.py log.csv'])
+def test_output_to_a_full_disk_is_one_line(command, tmp_path):
+    """`python script.py > file` on a disk that fills up: every write to /dev/full fails with ENOSPC."""
+    if 'plot_losses' in command: # it prints only once it has plotted
+        pytest.importorskip('matplotlib')
+        (tmp_path / 'log.csv').write_text('step,train_loss,val_loss,elapsed_s\n0,4.2,4.2,0.1\n')
+    stdout = open('/dev/full', 'w')
+    try:
+        r = run_here(*shlex.split(command), cwd=tmp_path, stdout=stdout)
+    finally: # what is left in stdout's buffer can never be written: drop it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        stdout.close()
+    assert r.returncode == 1 and r.stderr == 'error: No space left on device\n', r.stderr
 
 
 @needs_input

@@ -15,6 +15,7 @@ import hashlib
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import sys
@@ -627,7 +628,7 @@ def main():
                       f"(training diverged), and {ckpt_path} keeps step {step_last}")
                 sys.exit(130)
             checkpoint_now(ckpt_path, step)
-            again = ' '.join([sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')])
+            again = shlex.join([sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')])
             print(f"stopped at step {step}; saved {ckpt_path}\n"
                   f"resume with: python {again} --resume=True")
             sys.exit(130)

@@ -2,6 +2,7 @@
 import os
 import re
 import runpy
+import shlex
 import shutil
 import signal
 import subprocess
@@ -36,7 +37,7 @@ def uninterrupted(tmp_path_factory):
 
 def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
     full, full_dir = uninterrupted
-    out = tmp_path / 'out'
+    out = tmp_path / 'my run' # a space: the command printed to resume must quote it
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'gpt.py'), *TINY,
                           '--max_iters=100000', f'--out_dir={out}'],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -55,10 +56,11 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
     assert p.returncode == 130, err
     stopped = int(re.search(r'stopped at step (\d+); saved (.*ckpt\.pt)', first).group(1))
     assert 50 <= stopped < 300
-    assert re.search(r'resume with: python .*gpt\.py .*--resume=True', first)
+    python, script, *args = shlex.split(re.search(r'^resume with: (.*)$', first, re.M).group(1))
+    assert python == 'python' and script == os.path.join(ROOT, 'gpt.py') and args[-1] == '--resume=True'
     assert os.path.exists(out / 'ckpt.pt')
 
-    r = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={out}', '--resume=True')
+    r = run_here(script, *args, '--max_iters=300') # as printed, but to the uninterrupted run's end
     assert r.returncode == 0, r.stderr
     assert f'resumed from {out / "ckpt.pt"} at step {stopped}' in r.stdout
     assert loss_lines(first) + loss_lines(r.stdout) == loss_lines(full)

@@ -406,7 +406,9 @@ def test_output_to_a_full_disk_is_one_line(command, tmp_path):
     try:
         r = run_here(*shlex.split(command), cwd=tmp_path, stdout=stdout)
     finally: # what is left in stdout's buffer can never be written: drop it
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stdout.fileno())
+        os.close(null)
         stdout.close()
     assert r.returncode == 1 and r.stderr == 'error: No space left on device\n', r.stderr
 

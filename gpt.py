@@ -419,7 +419,12 @@ def load_weights(model, checkpoint, path):
 
 
 def check_compatible(checkpoint, chars, path):
-    """Resuming needs the same model shape and vocabulary; say exactly what differs."""
+    """Resuming needs the training state, and the same model shape and vocabulary; say exactly
+    what is missing or differs."""
+    lacking = [k for k in ('optimizer', 'step', 'best_val_loss', 'elapsed', 'rng_cpu') if k not in checkpoint]
+    if lacking:
+        fail(f"cannot resume from {path}: it has no {', '.join(lacking)}, only a model to sample from "
+             f"(scripts/sample.py --ckpt={path}); train anew with another --out_dir")
     saved = checkpoint['config']
     diffs = [f"{k}={saved.get(k)} there, {globals()[k]} here" for k in SHAPE_KEYS
              if saved.get(k) != globals()[k]]
@@ -553,7 +558,7 @@ def main():
         elapsed_before = checkpoint['elapsed']
         eval_seconds = checkpoint.get('eval_seconds', 0.0)
         torch.set_rng_state(checkpoint['rng_cpu'].cpu())
-        if device_type == 'cuda' and checkpoint['rng_cuda']:
+        if device_type == 'cuda' and checkpoint.get('rng_cuda'):
             torch.cuda.set_rng_state_all([s.cpu() for s in checkpoint['rng_cuda']])
         print(f"resumed from {ckpt_path} at step {start_step} (best val loss {best_val_loss:.4f})")
         if start_step >= max_iters:

@@ -154,8 +154,8 @@ def test_resume_from_a_checkpoint_with_only_a_model_says_so(uninterrupted, tmp_p
     checkpoint = torch.load(out / 'ckpt.pt', weights_only=True)
     torch.save({k: checkpoint[k] for k in ('model', 'config', 'chars')}, tmp_path / 'ckpt.pt')
     r = run_here('gpt.py', *TINY, '--max_iters=400', f'--out_dir={tmp_path}', '--resume=True')
-    one_line_error(r, f'cannot resume from {tmp_path / "ckpt.pt"}: it has no optimizer, step, best_val_loss, '
-                      'elapsed, rng_cpu, only a model to sample from')
+    one_line_error(r, f'cannot resume from {tmp_path / "ckpt.pt"}: it has no optimizer, step, '
+                      'best_val_loss, elapsed, rng_cpu, only a model to sample from')
     assert run_here('scripts/sample.py', f'--ckpt={tmp_path / "ckpt.pt"}', '--max_new_tokens=5').returncode == 0
 
 

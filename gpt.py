@@ -18,6 +18,7 @@ import re
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -633,7 +634,8 @@ def main():
                       f"(training diverged), and {ckpt_path} keeps step {step_last}")
                 sys.exit(130)
             checkpoint_now(ckpt_path, step)
-            again = shlex.join([sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')])
+            again = [sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')]
+            again = subprocess.list2cmdline(again) if os.name == 'nt' else shlex.join(again) # as shells quote
             print(f"stopped at step {step}; saved {ckpt_path}\n"
                   f"resume with: python {again} --resume=True")
             sys.exit(130)

@@ -105,6 +105,8 @@ def main(argv):
         p.error(f"--pretrain_iters and --finetune_iters must be at least 1, got {P} and {F}")
     if min(rates) <= 0:
         p.error(f"--finetune_lr must be > 0, got {min(rates):g}")
+    if not args.corpus:
+        p.error("--corpus is empty: give the larger text to pretrain on")
     if gpt.input_file:
         p.error("--input_file: ex3.py finetunes on Tiny Shakespeare; give your larger text as --corpus")
     gpt.configure()

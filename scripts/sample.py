@@ -53,6 +53,10 @@ def parse_args(argv):
         p.error(f"--temperature must be at least {torch.finfo(torch.float32).tiny:.1e}, got {args.temperature}")
     if args.seed not in gpt.SEEDS:
         p.error(f"--seed must be from -2**63 to 2**64 - 1, got {args.seed}")
+    if not args.ckpt:
+        p.error("--ckpt is empty: give a checkpoint, or a run's folder for its best.pt")
+    if args.prompt == '@':
+        p.error("--prompt=@ needs the name of a file after the @")
     problem = args.out and gpt.why_cannot_write(args.out) # now, not after sampling
     if problem:
         p.error(f"--out {args.out}: {problem}")

@@ -336,6 +336,8 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, f'--seed={2**64}'), '--seed must be from -2**63 to 2**64 - 1') # torch's range
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')
+    one_line_error(sample('--ckpt='), "--ckpt is empty: give a checkpoint, or a run's folder")
+    one_line_error(sample(ckpt, '--prompt=@'), '--prompt=@ needs the name of a file after the @')
     torch.save({'model': {'x': torch.zeros(1)}, 'config': {k: 8 for k in gpt.SHAPE_KEYS},
                 'chars': list('ab')}, tmp_path / 'other.pt')
     one_line_error(sample(f'--ckpt={tmp_path / "other.pt"}'), 'does not fit GPTLanguageModel')

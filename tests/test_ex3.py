@@ -49,6 +49,7 @@ def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
 
 @pytest.mark.parametrize('args, words, code', [
     (['--corpus=missing.txt'], 'error: missing.txt: no such file', 1),
+    (['--corpus='], 'error: --corpus is empty: give the larger text to pretrain on', 2),
     (['--corpus=small.txt'], 'small.txt holds only 5 characters', 1),
     (['--corpus=small.txt', '--finetune_iters=0'], 'must be at least 1, got 2200 and 0', 2),
     (['--corpus=small.txt', '--preset=', '--finetune_iters=0'], 'got 5000 and 0', 2), # the lecture's config

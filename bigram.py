@@ -224,6 +224,7 @@ def apply_overrides(argv, namespace):
             width = max(map(len, lines)) + 2
             print(__doc__.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
                                                        for line, k in zip(lines, config_keys)))
+            sys.stdout.flush() # a full disk or a closed pipe under it is caught as for any output
             sys.exit(0)
         key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
         if key not in config_keys or not eq:

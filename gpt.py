@@ -749,6 +749,7 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
             print(doc.strip() + '\n\n' + '\n'.join(textwrap.fill(line.ljust(width) + notes.get(k, ''), 110,
                                                                  subsequent_indent=' ' * width)
                                                    for line, k in zip(lines, keys)))
+            sys.stdout.flush() # a full disk or a closed pipe under it is caught as for any output
             sys.exit(0)
         key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
         if key not in keys or not eq:

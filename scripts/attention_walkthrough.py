@@ -34,14 +34,13 @@ def section(title):
 def run_checked(main, doc):
     """`python script.py` for a walkthrough (this one and data_walkthrough.py): no options, -h
     prints doc; run main() and its checks, then exit non-zero if one failed."""
-    if sys.argv[1:] in (['-h'], ['--help']):
-        print(doc.strip())
-        sys.exit(0)
-    if sys.argv[1:]:
-        gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
-    failures.clear()
-
     def checked():
+        if sys.argv[1:] in (['-h'], ['--help']):
+            print(doc.strip())
+            return
+        if sys.argv[1:]:
+            gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
+        failures.clear()
         main()
         print()
         if failures:

@@ -378,7 +378,8 @@ WRITERS = [ # a short run of each script that prints
     'scripts/calculator.py --digits 1 --max_steps=2 --cot',
     f'scripts/ex3.py --corpus={os.path.join(ROOT, "README.md")} --preset= {" ".join(TINY_GPT)}',
     'scripts/ex4.py --features baseline --seeds 1 --max_iters=2',
-    f'scripts/cpu_sweep.py --try="{TINY_TRY} --max_iters=2"']
+    f'scripts/cpu_sweep.py --try="{TINY_TRY} --max_iters=2"',
+    'gpt.py --help', 'bigram.py --help', 'scripts/bench.py --help', 'scripts/data_walkthrough.py --help']
 
 
 @needs_input

@@ -45,7 +45,7 @@ dropout = 0.2 # probability of zeroing an activation during training
 seed = 1337 # for torch.manual_seed: the initial weights and the batches
 input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
 max_new_tokens = 500 # length of the sample printed at the end
-progress_seconds = 30.0 # between evaluations, a progress line at least this often (0: none)
+progress_seconds = 30.0 # a progress line at least this often, in training and in evaluations (0: none)
 preset = '' # a named group of settings from PRESETS below, applied before the command line: 'cpu'
 out_dir = 'out' # where checkpoints and the loss log go ('' turns checkpoints off)
 resume = False # continue from out_dir/ckpt.pt
@@ -373,7 +373,8 @@ def get_lr(step):
 SHAPE_KEYS = ('n_embd', 'n_head', 'n_layer', 'block_size')
 
 
-def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed, eval_seconds=0.0):
+def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed, eval_seconds=0.0,
+                    evaluated=True):
     """Everything an exact resume needs, written atomically: a crash never damages the old file."""
     checkpoint = {
         'model': model.state_dict(),
@@ -384,6 +385,7 @@ def save_checkpoint(path, model, optimizer, step, chars, best_val_loss, elapsed,
         'best_val_loss': best_val_loss,
         'elapsed': elapsed,
         'eval_seconds': eval_seconds, # how long an evaluation takes, for the time left after a resume
+        'evaluated': evaluated, # False: Ctrl-C stopped the evaluation at this step, so resuming redoes it
         'rng_cpu': torch.get_rng_state(),
         'rng_cuda': torch.cuda.get_rng_state_all() if torch.device(device).type == 'cuda' else [],
     }
@@ -477,9 +479,14 @@ def time_left(steps_done, seconds_per_step, eval_seconds, evaluated):
     and the evaluations left at the latest one's duration (evaluated: the one at steps_done)."""
     evals = sum(1 for s in range(steps_done, max_iters + 1) if s % eval_interval == 0 or s == max_iters)
     seconds = (max_iters - steps_done) * seconds_per_step + (evals - evaluated) * eval_seconds
+    return duration(seconds) + ' left'
+
+
+def duration(seconds):
+    """'42s', '13 min' or '14.7 h'"""
     if seconds < 90:
-        return f"{seconds:.0f}s left"
-    return f"{seconds / 60:.0f} min left" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h left"
+        return f"{seconds:.0f}s"
+    return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
 
 
 class StopRequest:
@@ -498,6 +505,10 @@ class StopRequest:
         except (AttributeError, OSError): # a stderr without a file descriptor: a notebook's, a test's
             sys.stderr.write(message)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class EvaluationStopped(Exception):
+    """Ctrl-C during an evaluation: it stops at once, and resuming does it again."""
 
 
 def main():
@@ -562,7 +573,7 @@ def main():
         if device_type == 'cuda' and checkpoint.get('rng_cuda'):
             torch.cuda.set_rng_state_all([s.cpu() for s in checkpoint['rng_cuda']])
         print(f"resumed from {ckpt_path} at step {start_step} (best val loss {best_val_loss:.4f})")
-        if start_step >= max_iters:
+        if start_step >= max_iters and checkpoint.get('evaluated', True):
             print(f"note: max_iters is {max_iters}: nothing left to train (a larger --max_iters trains on)")
 
     if out_dir:
@@ -580,8 +591,42 @@ def main():
     t_last = t_print = time.time()
     step_last = start_step
 
-    def checkpoint_now(path, step):
-        save_checkpoint(path, model, optimizer, step, chars, best_val_loss, time.time() - t0, eval_seconds)
+    def checkpoint_now(path, step, evaluated=True):
+        save_checkpoint(path, model, optimizer, step, chars, best_val_loss, time.time() - t0, eval_seconds,
+                        evaluated)
+
+    def stop_here(step, evaluated=True):
+        """The first Ctrl-C: save a checkpoint to resume from at this step, and exit."""
+        if not out_dir:
+            print(f"stopped at step {step}; nothing saved (out_dir is empty)")
+            sys.exit(130)
+        if not all(p.isfinite().all() for p in model.parameters()): # diverged since the last evaluation
+            print(f"stopped at step {step}; nothing saved: the weights are no longer numbers "
+                  f"(training diverged), and {ckpt_path} keeps step {step_last}")
+            sys.exit(130)
+        checkpoint_now(ckpt_path, step, evaluated)
+        again = [sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')]
+        again = subprocess.list2cmdline(again) if os.name == 'nt' else shlex.join(again) # as shells quote
+        print(f"stopped at step {step}{'' if evaluated else ' during its evaluation'}; saved {ckpt_path}\n"
+              f"resume with: python {again} --resume=True")
+        sys.exit(130)
+
+    def eval_batch(X, Y):
+        """One batch of estimate_loss. A Ctrl-C stops the evaluation at once, and a slow one (the
+        lecture's config on a CPU: 13 minutes) shows its progress, as training does."""
+        nonlocal eval_done, t_print
+        if stop.requested:
+            raise EvaluationStopped
+        loss = eval_fn(X, Y)
+        eval_done += 1
+        total = eval_iters * len(splits)
+        if progress_seconds and time.time() - t_print >= progress_seconds and eval_done < total:
+            now = t_print = time.time()
+            seconds = (now - t_eval) / eval_done
+            print(f"step {step}: evaluating, batch {eval_done}/{total} | {now - t0:.1f}s, "
+                  f"{seconds:.2f} s/batch, {duration((total - eval_done) * seconds)} left in this evaluation",
+                  flush=True)
+        return loss
 
     def speed(seconds_per_step): # of the training steps, in the progress lines
         return (f"{seconds_per_step * 1000:.1f} ms/step, "
@@ -590,11 +635,15 @@ def main():
     for step in range(start_step, max_iters + 1):
 
         # every once in a while evaluate the loss on train and val sets, and after the last step;
-        # a checkpoint at start_step was written after that step's evaluation
-        resumed_here = checkpoint is not None and step == start_step
+        # a checkpoint at start_step was written after that step's evaluation (unless Ctrl-C stopped it)
+        resumed_here = checkpoint is not None and step == start_step and checkpoint.get('evaluated', True)
         if (step % eval_interval == 0 or step == max_iters) and not resumed_here:
-            t_eval = time.time()
-            losses = estimate_loss(model, splits, eval_fn)
+            t_eval, eval_done, rng = time.time(), 0, torch.get_rng_state()
+            try:
+                losses = estimate_loss(model, splits, eval_batch)
+            except EvaluationStopped: # resuming draws this evaluation's batches again
+                torch.set_rng_state(rng)
+                stop_here(step, evaluated=False)
             now = time.time()
             eval_seconds = now - t_eval
             progress = f" | {now - t0:.1f}s"
@@ -626,19 +675,7 @@ def main():
             break
 
         if stop.requested:
-            if not out_dir:
-                print(f"stopped at step {step}; nothing saved (out_dir is empty)")
-                sys.exit(130)
-            if not all(p.isfinite().all() for p in model.parameters()): # diverged since the last evaluation
-                print(f"stopped at step {step}; nothing saved: the weights are no longer numbers "
-                      f"(training diverged), and {ckpt_path} keeps step {step_last}")
-                sys.exit(130)
-            checkpoint_now(ckpt_path, step)
-            again = [sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')]
-            again = subprocess.list2cmdline(again) if os.name == 'nt' else shlex.join(again) # as shells quote
-            print(f"stopped at step {step}; saved {ckpt_path}\n"
-                  f"resume with: python {again} --resume=True")
-            sys.exit(130)
+            stop_here(step)
 
         # sample a batch of data
         xb, yb = get_batch(train_data)

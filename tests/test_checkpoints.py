@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import torch
+from torch.nn import functional as F
 
 import gpt
 from conftest import ROOT, needs_input, run_here
@@ -54,7 +55,8 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
         raise
     first = ''.join(first) + rest
     assert p.returncode == 130, err
-    stopped = int(re.search(r'stopped at step (\d+); saved (.*ckpt\.pt)', first).group(1))
+    stopped = int(re.search(r'stopped at step (\d+)(?: during its evaluation)?; saved (.*ckpt\.pt)',
+                            first).group(1))
     assert 50 <= stopped < 300
     python, script, *args = shlex.split(re.search(r'^resume with: (.*)$', first, re.M).group(1))
     assert python == 'python' and script == os.path.join(ROOT, 'gpt.py') and args[-1] == '--resume=True'
@@ -68,6 +70,55 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
     assert sample(full) == sample(r.stdout)
     steps = lambda d: [row.split(',')[0] for row in open(d / 'log.csv').read().splitlines()]
     assert steps(out) == steps(full_dir)
+
+
+def test_ctrl_c_during_an_evaluation_stops_it_and_resume_does_it_again(uninterrupted, tmp_path, monkeypatch):
+    """An evaluation of the lecture's config takes 13 minutes on a CPU: Ctrl-C must not wait for it."""
+    full, full_dir = uninterrupted
+    cross_entropy, eval_batches = F.cross_entropy, []
+    def ctrl_c_in_the_second_evaluation(*args, **kwargs):
+        if not torch.is_grad_enabled(): # estimate_loss runs under no_grad; training does not
+            eval_batches.append(1)
+            if len(eval_batches) == 13: # the third batch of the evaluation at step 50
+                signal.raise_signal(signal.SIGINT)
+        return cross_entropy(*args, **kwargs)
+    monkeypatch.setattr(F, 'cross_entropy', ctrl_c_in_the_second_evaluation)
+    a = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}')
+    assert a.returncode == 130, a.stderr
+    assert f'stopped at step 50 during its evaluation; saved {tmp_path / "ckpt.pt"}' in a.stdout
+    assert len(eval_batches) == 13 and loss_lines(a.stdout) == loss_lines(full)[:1]
+    saved = torch.load(tmp_path / 'ckpt.pt', weights_only=True)
+    assert saved['step'] == 50 and saved['evaluated'] is False
+    monkeypatch.undo()
+    b = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True')
+    assert b.returncode == 0, b.stderr
+    assert loss_lines(a.stdout) + loss_lines(b.stdout) == loss_lines(full) # step 50's evaluation, redone
+    sample = lambda out: out.rsplit('best.pt\n', 1)[1].rsplit('\n', 2)[0]
+    assert sample(b.stdout) == sample(full)
+    steps = lambda d: [row.split(',')[:3] for row in (d / 'log.csv').read_text().splitlines()]
+    assert steps(tmp_path) == steps(full_dir) # the same rows, but for the seconds
+    assert torch.load(tmp_path / 'best.pt', weights_only=True)['best_val_loss'] == \
+        torch.load(full_dir / 'best.pt', weights_only=True)['best_val_loss']
+
+
+def test_ctrl_c_during_the_last_evaluation_leaves_it_to_do(tmp_path, monkeypatch):
+    cross_entropy, eval_batches = F.cross_entropy, []
+    def ctrl_c_in_the_last_evaluation(*args, **kwargs):
+        if not torch.is_grad_enabled():
+            eval_batches.append(1)
+            if len(eval_batches) == 12: # the evaluation at step 100, after the last step
+                signal.raise_signal(signal.SIGINT)
+        return cross_entropy(*args, **kwargs)
+    monkeypatch.setattr(F, 'cross_entropy', ctrl_c_in_the_last_evaluation)
+    a = run_here('gpt.py', *TINY, '--max_iters=100', '--eval_interval=100', f'--out_dir={tmp_path}')
+    assert a.returncode == 130 and 'stopped at step 100 during its evaluation' in a.stdout, a.stderr
+    monkeypatch.undo()
+    b = run_here('gpt.py', *TINY, '--max_iters=100', '--eval_interval=100', f'--out_dir={tmp_path}',
+                 '--resume=True')
+    assert b.returncode == 0, b.stderr
+    assert 'nothing left to train' not in b.stdout
+    assert [line.split(':')[0] for line in loss_lines(b.stdout)] == ['step 100']
+    assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['evaluated'] is True
 
 
 def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):

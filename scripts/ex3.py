@@ -126,20 +126,21 @@ def main(argv):
 
     tiny = {'train': tiny_train, 'val': tiny_val}
     rows = []
-    losses, seconds = train(new_model(len(chars)), tiny, F, f'scratch-{F}')
+    run = lambda name: f"run {len(rows) + 1}/{3 + len(rates)}, {name}" # a label for its lines
+    losses, seconds = train(new_model(len(chars)), tiny, F, run(f'scratch-{F}'))
     rows.append((f'scratch, {F} steps', 0, F, losses['val'], seconds))
-    losses, seconds = train(new_model(len(chars)), tiny, P + F, f'scratch-{P + F}')
+    losses, seconds = train(new_model(len(chars)), tiny, P + F, run(f'scratch-{P + F}'))
     rows.append((f'scratch, {P + F} steps', 0, P + F, losses['val'], seconds))
     pretrained = new_model(len(chars))
     big = {'train': big_train, 'val': big_val, 'shakespeare val': tiny_val}
-    losses, seconds = train(pretrained, big, P, 'pretrain')
+    losses, seconds = train(pretrained, big, P, run('pretrain'))
     rows.append((f'pretrain, {P} steps (no finetuning)', P, 0, losses['shakespeare val'], seconds))
     corpus_gap = losses['val'] - losses['train']
     pretrain_seconds = seconds
     for lr in rates:
         model = new_model(len(chars)) # the same random numbers as the scratch runs from here
         model.load_state_dict(pretrained.state_dict())
-        losses, seconds = train(model, tiny, F, f'finetune lr {lr:g}', lr=lr)
+        losses, seconds = train(model, tiny, F, run(f'finetune lr {lr:g}'), lr=lr)
         rows.append((f'pretrain {P}, then finetune {F} steps at lr {lr:g}', P, F, losses['val'],
                      pretrain_seconds + seconds))
 

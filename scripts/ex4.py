@@ -170,7 +170,8 @@ def main(argv):
     results = {}
     for feature in args.features:
         for seed in args.seeds:
-            results[feature, seed] = train(feature, seed, splits, len(chars), f"{feature} seed {seed}")
+            label = f"run {len(results) + 1}/{runs}, {feature} seed {seed}"
+            results[feature, seed] = train(feature, seed, splits, len(chars), label)
 
     base = statistics.mean(results['baseline', s][0] for s in args.seeds) if 'baseline' in args.features else None
     print('\n| feature | what | trained parameters | ' + ' | '.join(f'seed {s}' for s in args.seeds)

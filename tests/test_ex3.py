@@ -37,6 +37,9 @@ def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
                                          ('pretrain 4, then finetune 2 steps at lr 0.001', '4', '2'),
                                          ('pretrain 4, then finetune 2 steps at lr 0.004', '4', '2')]
     assert 'shakespeare val loss' in r.stdout
+    labels = list(dict.fromkeys(re.findall(r'^(run .*?) step \d+: ', r.stdout, re.M))) # each run's, in order
+    assert labels == ['run 1/5, scratch-2', 'run 2/5, scratch-6', 'run 3/5, pretrain',
+                      'run 4/5, finetune lr 0.001', 'run 5/5, finetune lr 0.004']
     # the scratch runs are `python gpt.py --preset=cpu` with their step counts
     for _, _, steps, val in rows[:2]:
         g = run_here('gpt.py', '--preset=cpu', f'--max_iters={steps}', '--eval_iters=4', '--warmup_iters=1',

@@ -109,8 +109,9 @@ def main(argv):
         for name, overrides in settings.items():
             runs = []
             for i in range(args.repeat):
-                runs.append(run(overrides, f"{name} run {i + 1}"))
-                print(f"{name} run {i + 1}: {runs[-1][0]:.1f} s, val loss {runs[-1][1]:.4f}", flush=True)
+                label = f"run {len(rows) * args.repeat + i + 1}/{len(settings) * args.repeat}, {name}"
+                runs.append(run(overrides, label))
+                print(f"{label}: {runs[-1][0]:.1f} s, val loss {runs[-1][1]:.4f}", flush=True)
             rows.append((name, *(statistics.median(r[k] for r in runs) for k in range(3)), overrides))
     except KeyboardInterrupt:
         stopped = True

@@ -471,10 +471,12 @@ def test_cpu_sweep_shows_each_runs_progress_then_the_table():
     r = run(os.path.join('scripts', 'cpu_sweep.py'), f'--try={TINY_TRY} --max_iters=6 --eval_interval=3',
             f'--try={TINY_TRY} --max_iters=4 --eval_interval=4')
     assert r.returncode == 0, r.stderr
-    progress = re.findall(r'^  (try-\d) run 1: step (\d+): train loss [\d.]+, val loss ([\d.]+)', r.stdout,
+    progress = re.findall(r'^  run \d/2, (try-\d): step (\d+): train loss [\d.]+, val loss ([\d.]+)', r.stdout,
                           re.M)
     assert [(name, step) for name, step, _ in progress] == [('try-1', '0'), ('try-1', '3'), ('try-1', '6'),
                                                            ('try-2', '0'), ('try-2', '4')]
+    runs = re.findall(r'^(run \d/2, try-\d): [\d.]+ s, val loss', r.stdout, re.M)
+    assert runs == ['run 1/2, try-1', 'run 2/2, try-2']
     table = [line for line in r.stdout.splitlines() if line.startswith('| try-')]
     vals = {name: [float(v) for n, _, v in progress if n == name] for name in ('try-1', 'try-2')}
     for line, name in zip(table, ('try-1', 'try-2')): # final and best val loss, from the lines above
@@ -486,7 +488,7 @@ def test_cpu_sweep_shows_each_runs_progress_then_the_table():
 def test_ctrl_c_stops_the_sweep_with_the_table_so_far():
     p, _, out, err = press_ctrl_c( # once the second run is training; the group: the sweep and its gpt.py
         'cpu_sweep.py', f'--try={TINY_TRY} --max_iters=2', f'--try={TINY_TRY} --max_iters=100000',
-        after=lambda lines: lines and lines[-1].startswith('  try-2 run 1: step 0:'))
+        after=lambda lines: lines and lines[-1].startswith('  run 2/2, try-2: step 0:'))
     assert p.returncode == 130 and err == '', err
     assert 'Ctrl-C: stopped; the table has the 1 of 2 settings that finished' in out
     assert [line[:8] for line in out.splitlines() if line.startswith('| try-')] == ['| try-1 ']

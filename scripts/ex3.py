@@ -125,32 +125,42 @@ def main(argv):
           flush=True)
 
     tiny = {'train': tiny_train, 'val': tiny_val}
-    rows = []
+    rows, corpus_gap, stopped = [], None, False
     run = lambda name: f"run {len(rows) + 1}/{3 + len(rates)}, {name}" # a label for its lines
-    losses, seconds = train(new_model(len(chars)), tiny, F, run(f'scratch-{F}'))
-    rows.append((f'scratch, {F} steps', 0, F, losses['val'], seconds))
-    losses, seconds = train(new_model(len(chars)), tiny, P + F, run(f'scratch-{P + F}'))
-    rows.append((f'scratch, {P + F} steps', 0, P + F, losses['val'], seconds))
-    pretrained = new_model(len(chars))
-    big = {'train': big_train, 'val': big_val, 'shakespeare val': tiny_val}
-    losses, seconds = train(pretrained, big, P, run('pretrain'))
-    rows.append((f'pretrain, {P} steps (no finetuning)', P, 0, losses['shakespeare val'], seconds))
-    corpus_gap = losses['val'] - losses['train']
-    pretrain_seconds = seconds
-    for lr in rates:
-        model = new_model(len(chars)) # the same random numbers as the scratch runs from here
-        model.load_state_dict(pretrained.state_dict())
-        losses, seconds = train(model, tiny, F, run(f'finetune lr {lr:g}'), lr=lr)
-        rows.append((f'pretrain {P}, then finetune {F} steps at lr {lr:g}', P, F, losses['val'],
-                     pretrain_seconds + seconds))
+    try:
+        losses, seconds = train(new_model(len(chars)), tiny, F, run(f'scratch-{F}'))
+        rows.append((f'scratch, {F} steps', 0, F, losses['val'], seconds))
+        losses, seconds = train(new_model(len(chars)), tiny, P + F, run(f'scratch-{P + F}'))
+        rows.append((f'scratch, {P + F} steps', 0, P + F, losses['val'], seconds))
+        pretrained = new_model(len(chars))
+        big = {'train': big_train, 'val': big_val, 'shakespeare val': tiny_val}
+        losses, seconds = train(pretrained, big, P, run('pretrain'))
+        rows.append((f'pretrain, {P} steps (no finetuning)', P, 0, losses['shakespeare val'], seconds))
+        corpus_gap = losses['val'] - losses['train']
+        pretrain_seconds = seconds
+        for lr in rates:
+            model = new_model(len(chars)) # the same random numbers as the scratch runs from here
+            model.load_state_dict(pretrained.state_dict())
+            losses, seconds = train(model, tiny, F, run(f'finetune lr {lr:g}'), lr=lr)
+            rows.append((f'pretrain {P}, then finetune {F} steps at lr {lr:g}', P, F, losses['val'],
+                         pretrain_seconds + seconds))
+    except KeyboardInterrupt: # the table of what finished, rather than nothing after minutes
+        stopped = True
+        print(f"\nCtrl-C: stopped; the table has the {len(rows)} of {3 + len(rates)} runs that finished",
+              flush=True)
+        if not rows:
+            sys.exit(130)
 
     print('\n| run | steps on the corpus | steps on Tiny Shakespeare | Tiny Shakespeare val loss '
           '| seconds in all |')
     print('| --- | ---: | ---: | ---: | ---: |')
     for name, p_steps, f_steps, val, seconds in rows:
         print(f"| {name} | {p_steps:,} | {f_steps:,} | {val:.4f} | {seconds:.0f} |")
-    print(f"\nafter pretraining, the corpus's val loss minus its train loss: {corpus_gap:+.4f}; "
-          f"PyTorch {torch.__version__}")
+    gap = ('' if corpus_gap is None else
+           f"after pretraining, the corpus's val loss minus its train loss: {corpus_gap:+.4f}; ")
+    print(f"\n{gap}PyTorch {torch.__version__}")
+    if stopped:
+        sys.exit(130)
 
 
 if __name__ == '__main__':

@@ -167,17 +167,26 @@ def main(argv):
     print(f"{runs} runs of the CPU preset, {gpt.max_iters} steps each, on {gpt.device}", flush=True)
 
     t0 = time.time()
-    results = {}
-    for feature in args.features:
-        for seed in args.seeds:
-            label = f"run {len(results) + 1}/{runs}, {feature} seed {seed}"
-            results[feature, seed] = train(feature, seed, splits, len(chars), label)
+    results, stopped = {}, False
+    try:
+        for feature in args.features:
+            for seed in args.seeds:
+                label = f"run {len(results) + 1}/{runs}, {feature} seed {seed}"
+                results[feature, seed] = train(feature, seed, splits, len(chars), label)
+    except KeyboardInterrupt: # the table of what finished, rather than nothing after many minutes
+        stopped = True
+    done = [f for f in args.features if all((f, s) in results for s in args.seeds)]
+    if stopped:
+        print(f"\nCtrl-C: stopped; the table has the {len(done)} of {len(args.features)} features whose "
+              "runs all finished", flush=True)
+        if not done:
+            sys.exit(130)
 
-    base = statistics.mean(results['baseline', s][0] for s in args.seeds) if 'baseline' in args.features else None
+    base = statistics.mean(results['baseline', s][0] for s in args.seeds) if 'baseline' in done else None
     print('\n| feature | what | trained parameters | ' + ' | '.join(f'seed {s}' for s in args.seeds)
           + ' | mean | vs baseline | s per run |')
     print('| --- | --- | ---: | ' + ' | '.join('---:' for _ in args.seeds) + ' | ---: | ---: | ---: |')
-    for feature in args.features:
+    for feature in done:
         vals = [results[feature, s][0] for s in args.seeds]
         mean = statistics.mean(vals)
         diff = f'{mean - base:+.4f}' if base is not None and feature != 'baseline' else ''
@@ -185,6 +194,8 @@ def main(argv):
         print(f"| {feature} | {FEATURES[feature][0]} | {results[feature, args.seeds[0]][1]:,} | "
               + ' | '.join(f'{v:.4f}' for v in vals) + f" | {mean:.4f} | {diff} | {seconds:.0f} |")
     print(f"\nval loss after the last step; {time.time() - t0:.0f} s in all, PyTorch {torch.__version__}")
+    if stopped:
+        sys.exit(130)
 
 
 if __name__ == '__main__':

@@ -2,9 +2,11 @@
 import os
 import random
 import re
+import signal
 import sys
 
 import pytest
+import torch
 
 from conftest import INPUT, ROOT, needs_input, run_here
 
@@ -68,3 +70,21 @@ def test_ex3_bad_options_are_one_line_errors(args, words, code, tmp_path):
     r = run_here('scripts/ex3.py', *args, cwd=tmp_path)
     assert r.returncode == code and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
     assert words in r.stderr
+
+
+@needs_input
+def test_ctrl_c_prints_the_table_of_the_runs_that_finished(tmp_path, monkeypatch):
+    adamw_step, calls = torch.optim.AdamW.step, []
+    def ctrl_c_in_the_third_run(self, *args, **kwargs):
+        adamw_step(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 10: # the scratch runs took 2 + 6 steps; pretraining's second step
+            signal.raise_signal(signal.SIGINT)
+    monkeypatch.setattr(torch.optim.AdamW, 'step', ctrl_c_in_the_third_run)
+    r = run_here('scripts/ex3.py', f'--corpus={corpus(tmp_path / "big.txt")}', '--pretrain_iters=4',
+                 '--eval_iters=4', '--warmup_iters=1', cwd=tmp_path)
+    assert r.returncode == 130 and r.stderr == '', r.stderr
+    assert 'Ctrl-C: stopped; the table has the 2 of 5 runs that finished' in r.stdout
+    rows = re.findall(r'^\| (.+?) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| \d+ \|$', r.stdout, re.M)
+    assert [row[0] for row in rows] == ['scratch, 2 steps', 'scratch, 6 steps']
+    assert 'minus its train loss' not in r.stdout and len(calls) == 10

@@ -2,6 +2,7 @@
 import math
 import os
 import re
+import signal
 import sys
 
 import torch
@@ -149,3 +150,21 @@ def test_the_script_rejects_an_unknown_feature_in_one_line():
     r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'relu')
     assert r.returncode == 2 and r.stderr.startswith("error: argument --features: invalid choice: 'relu'")
     assert r.stderr.count('\n') == 1
+
+
+@needs_input
+def test_ctrl_c_prints_the_table_of_the_features_that_finished(monkeypatch):
+    adamw_step, calls = torch.optim.AdamW.step, []
+    def ctrl_c_in_the_second_feature(self, *args, **kwargs):
+        adamw_step(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 6: # baseline's 4 steps are done; nope's second step
+            signal.raise_signal(signal.SIGINT)
+    monkeypatch.setattr(torch.optim.AdamW, 'step', ctrl_c_in_the_second_feature)
+    r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
+                 '--max_iters', '4')
+    assert r.returncode == 130 and r.stderr == '', r.stderr
+    assert 'Ctrl-C: stopped; the table has the 1 of 2 features whose runs all finished' in r.stdout
+    val = re.findall(r'^run 1/2, baseline seed 1 step 4: train loss [\d.]+, val loss ([\d.]+)', r.stdout, re.M)
+    assert re.search(rf'^\| baseline \| .* \| 353,537 \| {val[0]} \| {val[0]} \|  \| \d+ \|$', r.stdout, re.M)
+    assert '| nope |' not in r.stdout and len(calls) == 6

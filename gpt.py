@@ -562,6 +562,7 @@ def main():
     optimizer = make_optimizer(model)
 
     start_step, best_val_loss, elapsed_before, eval_seconds = 0, float('inf'), 0.0, 0.0
+    done_eval = None # a step whose evaluation is done already: that of the checkpoint resumed from
     if checkpoint is not None:
         load_weights(model, checkpoint, ckpt_path)
         load_optimizer_state(optimizer, checkpoint['optimizer'])
@@ -569,11 +570,12 @@ def main():
         best_val_loss = checkpoint['best_val_loss']
         elapsed_before = checkpoint['elapsed']
         eval_seconds = checkpoint.get('eval_seconds', 0.0)
+        done_eval = start_step if checkpoint.get('evaluated', True) else None # unless Ctrl-C stopped it
         torch.set_rng_state(checkpoint['rng_cpu'].cpu())
         if device_type == 'cuda' and checkpoint.get('rng_cuda'):
             torch.cuda.set_rng_state_all([s.cpu() for s in checkpoint['rng_cuda']])
         print(f"resumed from {ckpt_path} at step {start_step} (best val loss {best_val_loss:.4f})")
-        if start_step >= max_iters and checkpoint.get('evaluated', True):
+        if start_step > max_iters or start_step == done_eval == max_iters:
             print(f"note: max_iters is {max_iters}: nothing left to train (a larger --max_iters trains on)")
 
     if out_dir:
@@ -634,10 +636,8 @@ def main():
 
     for step in range(start_step, max_iters + 1):
 
-        # every once in a while evaluate the loss on train and val sets, and after the last step;
-        # a checkpoint at start_step was written after that step's evaluation (unless Ctrl-C stopped it)
-        resumed_here = checkpoint is not None and step == start_step and checkpoint.get('evaluated', True)
-        if (step % eval_interval == 0 or step == max_iters) and not resumed_here:
+        # every once in a while evaluate the loss on train and val sets, and after the last step
+        if (step % eval_interval == 0 or step == max_iters) and step != done_eval:
             t_eval, eval_done, rng = time.time(), 0, torch.get_rng_state()
             try:
                 losses = estimate_loss(model, splits, eval_batch)

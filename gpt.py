@@ -626,7 +626,7 @@ def main():
             now = t_print = time.time()
             seconds = (now - t_eval) / eval_done
             print(f"step {step}: evaluating, batch {eval_done}/{total} | {now - t0:.1f}s, "
-                  f"{seconds:.2f} s/batch, {duration((total - eval_done) * seconds)} left in this evaluation",
+                  f"{seconds * 1000:.1f} ms/batch, {duration((total - eval_done) * seconds)} left in this evaluation",
                   flush=True)
         return loss
 
@@ -638,7 +638,8 @@ def main():
 
         # every once in a while evaluate the loss on train and val sets, and after the last step
         if (step % eval_interval == 0 or step == max_iters) and step != done_eval:
-            t_eval, eval_done, rng = time.time(), 0, torch.get_rng_state()
+            t_eval = t_print = time.time() # progress lines only if the evaluation itself takes long
+            eval_done, rng = 0, torch.get_rng_state()
             try:
                 losses = estimate_loss(model, splits, eval_batch)
             except EvaluationStopped: # resuming draws this evaluation's batches again

@@ -131,7 +131,7 @@ def test_gpt_trains_end_to_end_and_samples(tmp_path):
                          r.stdout, re.M)
     assert between == [str(n) for n in range(1, 31)]
     # and within each evaluation, after every batch but the last (2 splits x 5 batches)
-    during = re.findall(r'^step (\d+): evaluating, batch (\d+)/10 \| [\d.]+s, [\d.]+ s/batch, \d+s left in '
+    during = re.findall(r'^step (\d+): evaluating, batch (\d+)/10 \| [\d.]+s, [\d.]+ ms/batch, \d+s left in '
                         r'this evaluation$', r.stdout, re.M)
     assert during == [(str(s), str(b)) for s in (0, 10, 20, 30) for b in range(1, 10)]
     assert sorted(os.listdir(tmp_path / 'out')) == ['best.pt', 'ckpt.pt', 'log.csv']

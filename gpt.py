@@ -614,8 +614,8 @@ def main():
         sys.exit(130)
 
     def eval_batch(X, Y):
-        """One batch of estimate_loss. A Ctrl-C stops the evaluation at once, and a slow one (the
-        lecture's config on a CPU: 13 minutes) shows its progress, as training does."""
+        """One batch of estimate_loss. A Ctrl-C stops the evaluation after the current batch, and
+        a slow one (the lecture's config on a CPU: 13 minutes) shows its progress, as training does."""
         nonlocal eval_done, t_print
         if stop.requested:
             raise EvaluationStopped
@@ -625,9 +625,9 @@ def main():
         if progress_seconds and time.time() - t_print >= progress_seconds and eval_done < total:
             now = t_print = time.time()
             seconds = (now - t_eval) / eval_done
+            left = duration((total - eval_done) * seconds)
             print(f"step {step}: evaluating, batch {eval_done}/{total} | {now - t0:.1f}s, "
-                  f"{seconds * 1000:.1f} ms/batch, {duration((total - eval_done) * seconds)} left in this evaluation",
-                  flush=True)
+                  f"{seconds * 1000:.1f} ms/batch, {left} left in this evaluation", flush=True)
         return loss
 
     def speed(seconds_per_step): # of the training steps, in the progress lines

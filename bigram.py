@@ -322,3 +322,12 @@ if __name__ == '__main__':
         sys.exit(1)
     except OSError as e: # e.g. the disk filled up under the output (python bigram.py > file)
         fail(f"{e.strerror}: {e.filename}" if e.filename else e.strerror or str(e))
+    except RuntimeError as e: # PyTorch's out of memory: a batch too large for the device
+        if not re.search("out of memory|can't allocate memory", str(e)):
+            raise
+        fail(f"{device} ran out of memory; try a smaller --batch_size (now {batch_size}) or "
+             f"--block_size (now {block_size})")
+    except MemoryError: # Python's own objects filled the machine's memory: a text too long to encode
+        hint = (f"; --input_file={input_file} may be too long to encode: try a shorter text"
+                if input_file else '')
+        fail(f"out of memory (Python's MemoryError): this machine's memory is full{hint}")

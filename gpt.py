@@ -955,6 +955,8 @@ def run_main(main, *args, shrink=None):
         if what is None:
             raise
         fail(f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
+    except MemoryError: # Python's own objects filled the machine's memory (PyTorch's raise the above)
+        fail("out of memory (Python's MemoryError): this machine's memory is full")
 
 
 def os_error(e):
@@ -1065,3 +1067,7 @@ if __name__ == '__main__':
             raise
         fail(f"{device} ran out of memory ({what}); try a smaller --batch_size (now {batch_size}) or "
              f"--block_size (now {block_size}), or a smaller model (--n_layer={n_layer}, --n_embd={n_embd})")
+    except MemoryError: # Python's own objects filled the machine's memory: a text too long to encode
+        hint = (f"; --input_file={input_file} may be too long to encode: try a shorter text"
+                if input_file else '')
+        fail(f"out of memory (Python's MemoryError): this machine's memory is full{hint}")

@@ -275,6 +275,38 @@ def test_a_block_size_too_large_for_the_cpus_memory_is_a_one_line_error(script, 
     one_line_error(r, words)
 
 
+def test_bigram_out_of_memory_is_a_one_line_error_that_says_what_to_shrink(monkeypatch):
+    def step(*args, **kwargs): # what the CPU says when a batch does not fit (--batch_size=100000000)
+        raise RuntimeError(CPU_ALLOCATOR)
+    monkeypatch.setattr(torch.optim.AdamW, 'step', step)
+    r = run_here('bigram.py', '--max_iters=1', '--eval_iters=1')
+    one_line_error(r, 'error: cpu ran out of memory; try a smaller --batch_size (now 32) or --block_size (now 8)\n')
+
+
+@pytest.mark.parametrize('script, own_text, words', [
+    ('gpt.py', False, "error: out of memory (Python's MemoryError): this machine's memory is full\n"),
+    ('gpt.py', True, "error: out of memory (Python's MemoryError): this machine's memory is full; "
+                     "--input_file={} may be too long to encode: try a shorter text\n"),
+    ('bigram.py', True, "error: out of memory (Python's MemoryError): this machine's memory is full; "
+                        "--input_file={} may be too long to encode: try a shorter text\n"),
+    ('scripts/data_walkthrough.py', False, # as every other script through gpt.run_main
+     "error: out of memory (Python's MemoryError): this machine's memory is full\n"),
+])
+def test_a_text_too_long_to_encode_is_a_one_line_error(script, own_text, words, tmp_path, monkeypatch):
+    """Encoding the text as a list of ints, as the lecture does, takes several bytes per character:
+    a text of many GB fills the machine's memory, and Python raises MemoryError."""
+    tensor = torch.tensor
+    def encoded_text_too_long(data, *args, **kwargs):
+        if isinstance(data, list) and len(data) > 10_000:
+            raise MemoryError
+        return tensor(data, *args, **kwargs)
+    monkeypatch.setattr(torch, 'tensor', encoded_text_too_long)
+    text = tmp_path / 'my.txt'
+    text.write_text('to be or not to be\n' * 1000)
+    r = run_here(script, *([f'--input_file={text}'] if own_text else []))
+    one_line_error(r, words.format(text))
+
+
 def test_an_out_dir_that_is_a_file_is_a_one_line_error(tmp_path):
     (tmp_path / 'out').write_text('not a folder')
     r = run_here('gpt.py', *TINY, '--max_iters=10', f'--out_dir={tmp_path / "out"}')

@@ -508,7 +508,7 @@ class StopRequest:
 
 
 class EvaluationStopped(Exception):
-    """Ctrl-C during an evaluation: it stops at once, and resuming does it again."""
+    """Ctrl-C during an evaluation: it stops after the current batch, and resuming does it again."""
 
 
 def main():

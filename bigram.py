@@ -49,7 +49,7 @@ INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt
 
 def read_text(path=INPUT_PATH, url=DATA_URL):
     """The training text. Tiny Shakespeare is downloaded from url and checked on first use;
-    with url=None, path is a file of your own (--input_file), read as it is."""
+    with url=None, path is a file of your own (--input_file), used without a check."""
     if not os.path.exists(path):
         if url is None:
             fail(f"{path}: no such file")
@@ -58,13 +58,14 @@ def read_text(path=INPUT_PATH, url=DATA_URL):
     try:
         with open(path, 'rb') as f:
             raw = f.read()
-        text = raw.decode('utf-8')
+        # as the lecture's open(path, 'r') reads it: Windows line endings (\r\n) become \n
+        text = raw.decode('utf-8').replace('\r\n', '\n').replace('\r', '\n')
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}.{hint}")
     except UnicodeDecodeError as e:
         fail(f"cannot read {path}: it is not UTF-8 text "
              f"(byte {e.object[e.start]:#04x} at offset {e.start:,}).{hint}")
-    if url is not None and hashlib.sha256(raw).hexdigest() != DATA_SHA256:
+    if url is not None and hashlib.sha256(text.encode()).hexdigest() != DATA_SHA256:
         print(f"note: {path} is not Tiny Shakespeare (sha256 differs); training on it as it is "
               "(delete it to download Tiny Shakespeare again)")
     return text

@@ -111,6 +111,26 @@ def test_an_input_txt_that_is_not_tiny_shakespeare_is_used_with_a_note(module, t
     assert os.listdir(tmp_path) == ['input.txt']
 
 
+@needs_input
+@pytest.mark.parametrize('module', [gpt, bigram])
+def test_windows_line_endings_are_read_as_the_lectures_open_reads_them(module, tmp_path, capsys):
+    """open(path, 'r'), as the lecture reads input.txt, turns \\r\\n (and a lone \\r) into \\n: a copy
+    saved with Windows line endings is still Tiny Shakespeare, 65 characters, without a note."""
+    url = f'http://127.0.0.1:{free_port()}/input.txt'  # nothing listens: a download would fail
+    path = tmp_path / 'input.txt'
+    with open(INPUT, 'rb') as f:
+        path.write_bytes(f.read().replace(b'\n', b'\r\n'))
+    with open(path, encoding='utf-8') as f:
+        lectures = f.read()
+    assert module.read_text(str(path), url) == lectures == module.read_text(INPUT, url)
+    assert len(set(lectures)) == 65
+    assert capsys.readouterr().out == '' # no "is not Tiny Shakespeare"
+    own = tmp_path / 'own.txt'
+    own.write_bytes('one\r\ntwo\rthree\n\r\né\r'.encode())
+    with open(own, encoding='utf-8') as f:
+        assert module.read_text(str(own), None) == f.read() == 'one\ntwo\nthree\n\né\n'
+
+
 @pytest.mark.parametrize('module', [gpt, bigram])
 def test_http_error_is_one_line(module, server, tmp_path, capsys):
     server['status'] = 404

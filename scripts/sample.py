@@ -70,7 +70,7 @@ def read_prompt(prompt):
         return prompt
     path = os.path.expanduser(prompt[1:])
     try:
-        with open(path, encoding='utf-8') as f:
+        with open(path, encoding='utf-8-sig') as f: # -sig: without the byte-order mark some editors put first
             return f.read()
     except (OSError, UnicodeDecodeError) as e:
         gpt.fail(f"cannot read the prompt file {path}: {gpt.why_unreadable(e)}")

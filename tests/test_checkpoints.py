@@ -370,6 +370,12 @@ def test_sample_to_a_file_and_from_a_prompt_file(uninterrupted, tmp_path):
     assert r.returncode == 0, r.stderr
     text = (tmp_path / 'more.txt').read_text()
     assert text.startswith('KING RICHARD:\n') and len(text) == len('KING RICHARD:\n') + 200 + 1
+    # saved by a Windows editor: a byte-order mark first, \r\n line endings; the same prompt
+    (tmp_path / 'prompt.txt').write_bytes(b'\xef\xbb\xbfKING RICHARD:\r\n')
+    r = sample(f'--ckpt={out / "best.pt"}', f'--prompt=@{tmp_path / "prompt.txt"}',
+               '--max_new_tokens=200', f'--out={tmp_path / "more.txt"}', '--device=cpu')
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / 'more.txt').read_text() == text
 
 
 def test_one_sample_streamed_to_the_screen_is_the_sample_written_to_a_file(uninterrupted, tmp_path,

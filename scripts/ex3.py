@@ -54,13 +54,17 @@ def train(model, splits, steps, label, lr=None):
         gpt.learning_rate, gpt.min_lr = lr, lr / 10
     optimizer = gpt.make_optimizer(model)
     step_fn, eval_fn = gpt.step_functions(model, optimizer)
-    t0 = time.time()
+    t0 = t_last = time.time()
+    step_last = 0
     try:
         for step in range(steps + 1):
             if step % gpt.eval_interval == 0 or step == steps:
                 losses = gpt.estimate_loss(model, splits, eval_fn)
+                now = time.time() # and the speed since the last evaluation, this one included
+                speed = f", {(now - t_last) / (step - step_last) * 1000:.1f} ms/step" if step else ''
                 print(f"{label} step {step}: " + ', '.join(f"{k} loss {v:.4f}" for k, v in losses.items())
-                      + f" | {time.time() - t0:.0f}s", flush=True)
+                      + f" | {now - t0:.0f}s{speed}", flush=True)
+                t_last, step_last = now, step
             if step == steps:
                 break
             xb, yb = gpt.get_batch(splits['train'])

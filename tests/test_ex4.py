@@ -134,7 +134,9 @@ def test_the_script_compares_features_with_the_baseline():
     r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
                  '--max_iters', '4')
     assert r.returncode == 0, r.stderr
-    assert re.search(r'^run 2/2, nope seed 1 step 4: train loss [\d.]+, val loss [\d.]+ \| \d+s$', r.stdout, re.M)
+    assert re.search(r'^run 2/2, nope seed 1 step 0: train loss [\d.]+, val loss [\d.]+ \| \d+s$', r.stdout, re.M)
+    assert re.search(r'^run 2/2, nope seed 1 step 4: train loss [\d.]+, val loss [\d.]+ \| \d+s, [\d.]+ ms/step$',
+                     r.stdout, re.M)
     base = re.search(r'^\| baseline \| .* \| 353,537 \| ([\d.]+) \| \1 \|  \| \d+ \|$', r.stdout, re.M)
     nope = re.search(r'^\| nope \| .* \| 347,393 \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \| \d+ \|$', r.stdout, re.M)
     assert base and nope, r.stdout

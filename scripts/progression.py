@@ -135,7 +135,8 @@ def train_stage(stage, device, overrides, threads):
     chars, train_data, val_data = load_data(device)
     splits = {'train': train_data, 'val': val_data}
 
-    t0 = time.time()
+    t0 = t_last = time.time()
+    step_last = 0
     torch.manual_seed(1337)
     model = build_model(stage, len(chars)).to(device)
     # foreach gives the same numbers as the default loop over tensors, faster on a CPU
@@ -143,8 +144,11 @@ def train_stage(stage, device, overrides, threads):
     for step in range(config['max_iters'] + 1):
         if step % config['eval_interval'] == 0 or step == config['max_iters']:
             losses = gpt.estimate_loss(model, splits)
+            now = time.time() # and the speed since the last evaluation: stage 7 on a GPU runs for minutes
+            speed = f", {(now - t_last) / (step - step_last) * 1000:.1f} ms/step" if step else ''
             print(f"stage {stage} step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
-                  f" | {time.time() - t0:.1f}s", flush=True) # stage 7 on a GPU runs for minutes
+                  f" | {now - t0:.1f}s{speed}", flush=True)
+            t_last, step_last = now, step
         if step == config['max_iters']:
             break
         gpt.train_step(model, optimizer, *gpt.get_batch(train_data)) # float32: use_bf16 is off

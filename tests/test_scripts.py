@@ -319,6 +319,12 @@ def test_progression_prints_the_table_and_json(tmp_path):
     assert [row['params'] for row in rows] == [65 * 65, 7_553]  # the bigram table; stage 2
     for row, line in zip(rows, table[2:]):
         assert f"| {row['train']:.4f} | {row['val']:.4f} |" in line
+    # a line per evaluation as each stage trains, with the speed since the one before
+    for row in rows:
+        assert re.search(rf"^stage {row['stage']} step 0: train loss [\d.]+, val loss [\d.]+ \| [\d.]+s$",
+                         r.stdout, re.M)
+        assert re.search(rf"^stage {row['stage']} step 20: train loss {row['train']:.4f}, val loss "
+                         rf"{row['val']:.4f} \| [\d.]+s, [\d.]+ ms/step$", r.stdout, re.M)
 
 
 def press_ctrl_c(script, *args, after):

@@ -10,6 +10,7 @@ With no --temperature and no --top_k this is the lecture's plain multinomial sam
 import argparse
 import os
 import sys
+import time
 
 import torch
 
@@ -46,9 +47,14 @@ def parse_args(argv):
     p.add_argument('--device', default=gpt.device, help='default: %(default)s')
     p.add_argument('--out', type=os.path.expanduser, default=None,
                    help='write the samples to this file instead of printing them')
+    p.add_argument('--progress_seconds', type=float, default=10.0,
+                   help="a progress line on stderr at least this often while samples that are not "
+                   "printed as they come are generated (0: none; default: %(default)s)")
     args = p.parse_args(argv)
     if args.max_new_tokens < 0:
         p.error(f"--max_new_tokens must be >= 0, got {args.max_new_tokens}")
+    if not args.progress_seconds >= 0:
+        p.error(f"--progress_seconds must be >= 0, got {args.progress_seconds}")
     if args.temperature < torch.finfo(torch.float32).tiny: # the float32 logits would divide by 0
         p.error(f"--temperature must be at least {torch.finfo(torch.float32).tiny:.1e}, got {args.temperature}")
     if args.seed not in gpt.SEEDS:
@@ -106,15 +112,24 @@ def main(argv):
     context = torch.tensor([start] * args.num_samples, dtype=torch.long, device=args.device)
 
     torch.manual_seed(args.seed)
-    if not args.out and args.num_samples == 1: # one sample to the screen: each character as it comes
+    stream = not args.out and args.num_samples == 1 # one sample to the screen: each character as it comes
+    if stream:
         print(decode(start), end='', flush=True)
-        for _ in range(args.max_new_tokens): # generate's loop one step at a time: the same sample
-            context = model.generate(context, 1, temperature=args.temperature, top_k=args.top_k)
+    t0 = t_print = time.time()
+    for i in range(args.max_new_tokens): # generate's loop one step at a time: the same samples
+        context = model.generate(context, 1, temperature=args.temperature, top_k=args.top_k)
+        if stream:
             print(decode([context[0, -1].item()]), end='', flush=True)
+        elif args.progress_seconds and time.time() - t_print >= args.progress_seconds:
+            t_print = time.time() # the lecture's more.txt, 10,000 characters, takes minutes on a CPU
+            seconds = (t_print - t0) / (i + 1)
+            left = gpt.duration((args.max_new_tokens - i - 1) * seconds)
+            print(f"{i + 1:,} of {args.max_new_tokens:,} characters | {t_print - t0:.1f}s, "
+                  f"{seconds * 1000:.1f} ms/character, {left} left", file=sys.stderr, flush=True)
+    if stream:
         print()
         return
-    out = model.generate(context, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k)
-    samples = [decode(row.tolist()) for row in out]
+    samples = [decode(row.tolist()) for row in context]
     text = '\n---------------\n'.join(samples) + '\n'
     if args.out:
         gpt.save_atomically(args.out, lambda f: f.write(text.encode('utf-8')))

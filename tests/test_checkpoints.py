@@ -334,21 +334,23 @@ def test_sample_with_prompt_temperature_and_top_k(uninterrupted):
 
 def test_plain_sampling_is_the_lectures_multinomial(uninterrupted, monkeypatch):
     _, out = uninterrupted
-    r = sample(f'--ckpt={out / "ckpt.pt"}', '--max_new_tokens=30', '--seed=5', '--device=cpu')
     checkpoint = torch.load(out / 'ckpt.pt', weights_only=True)
     for key in gpt.SHAPE_KEYS:
         monkeypatch.setattr(gpt, key, checkpoint['config'][key])
     model = gpt.GPTLanguageModel(65).eval()
     model.load_state_dict(checkpoint['model'])
-    torch.manual_seed(5)
-    idx = torch.zeros((1, 1), dtype=torch.long)
-    with torch.no_grad():  # the lecture's loop, written out
-        for _ in range(30):
-            logits, _ = model(idx[:, -16:])
-            probs = torch.softmax(logits[:, -1, :], dim=-1)
-            idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
     _, decode = gpt.make_codec(checkpoint['chars'])
-    assert r.stdout == decode(idx[0].tolist()) + '\n'
+    for n in (1, 2): # one sample, printed as it comes; two, printed at the end
+        r = sample(f'--ckpt={out / "ckpt.pt"}', '--max_new_tokens=30', '--seed=5', '--device=cpu',
+                   f'--num_samples={n}')
+        torch.manual_seed(5)
+        idx = torch.zeros((n, 1), dtype=torch.long)
+        with torch.no_grad():  # the lecture's loop, written out
+            for _ in range(30):
+                logits, _ = model(idx[:, -16:])
+                probs = torch.softmax(logits[:, -1, :], dim=-1)
+                idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
+        assert r.stdout == '\n---------------\n'.join(decode(row.tolist()) for row in idx) + '\n'
 
 
 def test_a_tiny_temperature_picks_the_likeliest_character(tiny):
@@ -384,11 +386,16 @@ def test_one_sample_streamed_to_the_screen_is_the_sample_written_to_a_file(unint
     monkeypatch.setenv('HOME', str(tmp_path)) # --out=~/s.txt below: the shell would leave it as it is
     args = [f'--ckpt={out / "best.pt"}', '--prompt=ROMEO:', '--temperature=0.8', '--top_k=10',
             '--max_new_tokens=80', '--seed=3', '--device=cpu']
-    streamed = run_here(os.path.join('scripts', 'sample.py'), *args)
+    streamed = run_here(os.path.join('scripts', 'sample.py'), *args, '--progress_seconds=1e-9')
     written = run_here(os.path.join('scripts', 'sample.py'), *args, '--out=~/s.txt',
-                       f'--ckpt={out}') # a folder: its best.pt, the same checkpoint
+                       f'--ckpt={out}', '--progress_seconds=1e-9') # a folder: its best.pt, the same checkpoint
     assert streamed.returncode == written.returncode == 0, streamed.stderr + written.stderr
     assert streamed.stdout == (tmp_path / 's.txt').read_text()
+    # a progress line after every character here, on stderr; none where the sample itself streams
+    assert streamed.stderr == ''
+    progress = re.findall(r'^(\d+) of 80 characters \| [\d.]+s, [\d.]+ ms/character, \d+s left$',
+                          written.stderr, re.M)
+    assert progress == [str(k) for k in range(1, 81)] and written.stderr.count('\n') == 80
     assert streamed.stdout.startswith('ROMEO:') and len(streamed.stdout) == len('ROMEO:') + 80 + 1
 
 
@@ -423,6 +430,7 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(ckpt, '--temperature=nan'), '--temperature: must be a number > 0, got nan')
     one_line_error(sample(ckpt, '--temperature=1e-320'), '--temperature must be at least 1.2e-38') # 0 in float32
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
+    one_line_error(sample(ckpt, '--progress_seconds=-1'), '--progress_seconds must be >= 0, got -1.0')
     one_line_error(sample(ckpt, f'--seed={2**64}'), '--seed must be from -2**63 to 2**64 - 1') # torch's range
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')
     one_line_error(sample('--ckpt='), "--ckpt is empty: give a checkpoint, or a run's folder")

@@ -116,16 +116,16 @@ def main(argv):
     if stream:
         print(decode(start), end='', flush=True)
     t0 = t_print = time.time()
-    for i in range(args.max_new_tokens): # generate's loop one step at a time: the same samples
+    n = args.max_new_tokens
+    for i in range(1, n + 1): # generate's loop one step at a time: the same samples
         context = model.generate(context, 1, temperature=args.temperature, top_k=args.top_k)
         if stream:
             print(decode([context[0, -1].item()]), end='', flush=True)
-        elif args.progress_seconds and time.time() - t_print >= args.progress_seconds:
+        elif args.progress_seconds and time.time() - t_print >= args.progress_seconds and i < n:
             t_print = time.time() # the lecture's more.txt, 10,000 characters, takes minutes on a CPU
-            seconds = (t_print - t0) / (i + 1)
-            left = gpt.duration((args.max_new_tokens - i - 1) * seconds)
-            print(f"{i + 1:,} of {args.max_new_tokens:,} characters | {t_print - t0:.1f}s, "
-                  f"{seconds * 1000:.1f} ms/character, {left} left", file=sys.stderr, flush=True)
+            seconds = (t_print - t0) / i
+            print(f"{i:,} of {n:,} characters | {t_print - t0:.1f}s, {seconds * 1000:.1f} ms/character, "
+                  f"{gpt.duration((n - i) * seconds)} left", file=sys.stderr, flush=True)
     if stream:
         print()
         return

@@ -957,7 +957,14 @@ def run_main(main, *args, shrink=None):
             raise
         fail(f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
     except MemoryError: # Python's own objects filled the machine's memory (PyTorch's raise the above)
-        fail("out of memory (Python's MemoryError): this machine's memory is full")
+        fail(memory_full())
+
+
+def memory_full(text_file=''):
+    """Python's MemoryError in a few words. Its own objects filled the machine's memory: most
+    likely the list of ints that encodes a text too long (text_file, if one was given)."""
+    hint = f"; --input_file={text_file} may be too long to encode: try a shorter text" if text_file else ''
+    return f"out of memory (Python's MemoryError): this machine's memory is full{hint}"
 
 
 def os_error(e):
@@ -1069,6 +1076,4 @@ if __name__ == '__main__':
         fail(f"{device} ran out of memory ({what}); try a smaller --batch_size (now {batch_size}) or "
              f"--block_size (now {block_size}), or a smaller model (--n_layer={n_layer}, --n_embd={n_embd})")
     except MemoryError: # Python's own objects filled the machine's memory: a text too long to encode
-        hint = (f"; --input_file={input_file} may be too long to encode: try a shorter text"
-                if input_file else '')
-        fail(f"out of memory (Python's MemoryError): this machine's memory is full{hint}")
+        fail(memory_full(input_file))

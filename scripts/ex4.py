@@ -164,7 +164,8 @@ def main(argv):
     train_data, val_data = gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(gpt.device))
     splits = {'train': train_data, 'val': val_data}
     runs = len(args.features) * len(args.seeds)
-    print(f"{runs} run{'s' if runs > 1 else ''} of the CPU preset, {gpt.max_iters} steps each, on {gpt.device}", flush=True)
+    print(f"{runs} run{'s' if runs > 1 else ''} of the CPU preset, {gpt.max_iters} steps each, "
+          f"on {gpt.device}", flush=True)
 
     t0 = time.time()
     results, stopped = {}, False

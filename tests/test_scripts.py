@@ -619,3 +619,50 @@ def test_every_option_in_the_readme_exists():
     for script, options in commands.items():
         known = set(re.findall(r'--[a-z_0-9]+', helps[script])) | {'--help'}
         assert options <= known, f"{script}: {sorted(options - known)}"
+
+
+def test_the_video_map_points_at_code_that_exists():
+    """README, "Follow the video": every time matches its link, in the video's order, and every
+    walkthrough section, class, method, function, stage, question and test it names exists."""
+    with open(os.path.join(ROOT, 'README.md')) as f:
+        text = f.read()
+    section = text.split('\n## Follow the video\n')[1].split('\n## ')[0]
+    rows = [line for line in section.splitlines() if line.startswith('| [')]
+    assert len(rows) >= 15
+    defined = {} # {file: {top-level name: names defined in its body}}
+    for path in ['gpt.py', 'bigram.py'] + [f'scripts/{n}' for n in os.listdir(os.path.join(ROOT, 'scripts'))
+                                           if n.endswith('.py')]:
+        with open(os.path.join(ROOT, path)) as f:
+            tree = ast.parse(f.read())
+        defined[os.path.basename(path)] = {node.name: {n.name for n in getattr(node, 'body', [])
+                                                       if isinstance(n, ast.FunctionDef)}
+                                           for node in tree.body
+                                           if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    with open(os.path.join(ROOT, 'tests', 'test_lecture_claims.py')) as f:
+        claims = f.read()
+    last = -1
+    for row in rows:
+        shown, seconds = re.match(r'\| \[([\d:]+)\]\(https://www\.youtube\.com/watch\?v=kCc8FmEb1nY&t=(\d+)s\)',
+                                  row).groups()
+        assert sum(int(part) * 60 ** i for i, part in enumerate(reversed(shown.split(':')))) == int(seconds), row
+        assert int(seconds) > last, row
+        last = int(seconds)
+        here = row.split(' | ')[-1]
+        for script, first, end in re.findall(r'`(\w+\.py)` §(\d+)(?:-(\d+))?', here):
+            with open(os.path.join(ROOT, 'scripts', script)) as f:
+                source = f.read()
+            for n in range(int(first), int(end or first) + 1):
+                assert f'section("{n}. ' in source, f"{script} has no section {n}"
+        for script, names in re.findall(r'`(\w+\.py)`(?: §[\d-]+)?: ((?:`[\w.]+`(?:, )?)+)', here):
+            for name in re.findall(r'`([\w.]+)`', names):
+                top, _, member = name.partition('.')
+                assert top in defined[script], f"{script} defines no {top}"
+                assert not member or member in defined[script][top], f"{script} defines no {name}"
+        for first, end in re.findall(r'stages? (\d+)(?:-(\d+))?', here):
+            assert {int(first), int(end or first)} <= set(progression.STAGES), row
+        for first, end in re.findall(r'questions? (\d+)(?:-(\d+))?', here):
+            assert 1 <= int(first) <= int(end or first) <= 7, row
+        for name in re.findall(r'`(test_\w+)`', here):
+            assert f'def {name}(' in claims, name
+        for path in re.findall(r'`(scripts/\w+\.py)`', here):
+            assert os.path.exists(os.path.join(ROOT, path)), path

@@ -216,17 +216,8 @@ def apply_overrides(argv, namespace):
             fail(f"{key} = {namespace[key]!r} at the top of bigram.py must be {KIND_NAMES[kinds[key]]}",
                  code=2)
         namespace[key] = value
-    for arg in argv:
-        if arg in ('-h', '--help'): # each setting with its default and the comment beside it above
-            with open(__file__, encoding='utf-8') as f: # a comment may also go on the line below
-                notes = {key: f'{beside} {below}'.strip() for key, beside, below in
-                         re.findall(r'^(\w+) = [^#\n]*(?:# (.*))?(?:\n[ \t]+# (.*))?$', f.read(), re.M)}
-            lines = [f'  --{k}={namespace[k]!r}' for k in config_keys]
-            width = max(map(len, lines)) + 2
-            print(__doc__.strip() + '\n\n' + '\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
-                                                       for line, k in zip(lines, config_keys)))
-            sys.stdout.flush() # a full disk or a closed pipe under it is caught as for any output
-            sys.exit(0)
+    options = [arg for arg in argv if arg not in ('-h', '--help')]
+    for arg in options:
         key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
         if key not in config_keys or not eq:
             fail(f"unknown option {arg!r} (use --key=value); {valid}", code=2)
@@ -242,6 +233,20 @@ def apply_overrides(argv, namespace):
         if value is None:
             fail(f"--{key} expects {KIND_NAMES[kinds[key]]}, got {raw!r}; {valid}", code=2)
         namespace[key] = value
+    if len(options) < len(argv): # --help: each setting with its value (the default, or as the
+        # other options set it) and the comment beside it above, or on the line below it
+        with open(__file__, encoding='utf-8') as f:
+            notes = {key: f'{beside} {below}'.strip() for key, beside, below in
+                     re.findall(r'^(\w+) = [^#\n]*(?:# (.*))?(?:\n[ \t]+# (.*))?$', f.read(), re.M)}
+        lines = [f'  --{k}={namespace[k]!r}' for k in config_keys]
+        width = max(map(len, lines)) + 2
+        print(__doc__.strip() + '\n')
+        if options:
+            print(f"The values below are those of {' '.join(options)}:")
+        print('\n'.join((line.ljust(width) + notes.get(k, '')).rstrip()
+                        for line, k in zip(lines, config_keys)))
+        sys.stdout.flush() # a full disk or a closed pipe under it is caught as for any output
+        sys.exit(0)
 
 
 def check_settings():

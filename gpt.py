@@ -771,7 +771,8 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
     """Set namespace[key] from --key=value arguments for the given keys, each of the kind in
     KINDS (other keys, and settings you add at the top: their default's kind); a --preset=name
     applies presets[name] first, and the other arguments win over it. --help prints doc and each
-    key with its default and its note (default: its comment at the top of this file)."""
+    key with its value (the default, or as the other arguments set it) and its note (default: its
+    comment at the top of this file), then what each preset sets."""
     valid = 'valid keys: ' + ', '.join(f'--{k}' for k in keys)
     kinds = {k: KINDS.get(k, type(namespace[k])) for k in keys}
     for key in keys: # the values at the top of this file, which a learner may have edited
@@ -780,16 +781,8 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
             fail(f"{key} = {namespace[key]!r} at the top of gpt.py must be {KIND_NAMES[kinds[key]]}",
                  code=2)
         namespace[key] = value
-    for arg in argv:
-        if arg in ('-h', '--help'):
-            notes = notes or setting_notes(__file__)
-            lines = [f'  --{k}={namespace[k]!r}' for k in keys]
-            width = max(map(len, lines)) + 2
-            print(doc.strip() + '\n\n' + '\n'.join(textwrap.fill(line.ljust(width) + notes.get(k, ''), 110,
-                                                                 subsequent_indent=' ' * width)
-                                                   for line, k in zip(lines, keys)))
-            sys.stdout.flush() # a full disk or a closed pipe under it is caught as for any output
-            sys.exit(0)
+    options = [arg for arg in argv if arg not in ('-h', '--help')]
+    for arg in options:
         key, eq, raw = arg[2:].partition('=') if arg.startswith('--') else ('', '', '')
         if key not in keys or not eq:
             fail(f"unknown option {arg!r} (use --key=value); {valid}", code=2)
@@ -809,7 +802,25 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
         if namespace['preset'] not in presets:
             fail(f"unknown preset {namespace['preset']!r}; presets: {', '.join(presets)}", code=2)
         namespace.update(presets[namespace['preset']])
-        apply_overrides(argv, namespace, keys)
+        apply_overrides(options, namespace, keys)
+    if len(options) < len(argv): # --help: after the other options, so that it shows their values
+        print_help(namespace, keys, options, presets, doc, notes or setting_notes(__file__))
+        sys.exit(0)
+
+
+def print_help(namespace, keys, options, presets, doc, notes):
+    lines = [f'  --{k}={namespace[k]!r}' for k in keys]
+    width = max(map(len, lines)) + 2
+    wrap = lambda text: textwrap.fill(text, 110, subsequent_indent=' ' * width)
+    print(doc.strip() + '\n')
+    if options:
+        print(textwrap.fill(f"The values below are those of {' '.join(options)}:", 110))
+    print('\n'.join(wrap(line.ljust(width) + notes.get(k, '')) for line, k in zip(lines, keys)))
+    for name, settings in (presets or {}).items():
+        print(f"\n--preset={name} sets, before the other options:")
+        print(textwrap.fill(' '.join(f'--{k}={v!r}' for k, v in settings.items()), 110,
+                            initial_indent='    ', subsequent_indent='    '))
+    sys.stdout.flush() # a full disk or a closed pipe under it is caught as for any output
 
 
 WRONG_KIND = object()

@@ -276,6 +276,27 @@ def test_help_lists_the_hyperparameters_with_their_comments(script, first):
         assert settings['steps'].split()[0] == '20' and 'timed steps' in settings['steps']
 
 
+
+@pytest.mark.parametrize('script', ['gpt.py', 'bigram.py', 'scripts/bench.py'])
+def test_help_shows_the_values_the_other_options_set_wherever_it_stands(script):
+    for args in (['--help', '--max_iters=7'], ['--max_iters=7', '--help']):
+        r = run_here(script, *args)
+        assert r.returncode == 0 and re.search(r'^  --max_iters=7 +how many', r.stdout, re.M), r.stdout
+        assert 'The values below are those of --max_iters=7:' in r.stdout
+    r = run_here(script, '--help', '--bogus=1')
+    assert r.returncode == 2 and r.stderr.startswith("error: unknown option '--bogus=1'")
+
+
+@pytest.mark.parametrize('script', ['gpt.py', 'scripts/bench.py'])
+def test_help_shows_what_a_preset_sets(script):
+    r = run_here(script, '--help')
+    assert re.search(r'^  --n_layer=6 ', r.stdout, re.M) and 'values below' not in r.stdout
+    listed = r.stdout.split('\n--preset=cpu sets, before the other options:\n')[1]
+    assert dict(re.findall(r'--(\w+)=(\S+)', listed)) == {k: repr(v) for k, v in gpt.PRESETS['cpu'].items()}
+    r = run_here(script, '--preset=cpu', '--n_head=2', '--help') # the preset, then the option over it
+    assert re.search(r'^  --n_layer=3 ', r.stdout, re.M) and re.search(r'^  --n_head=2 ', r.stdout, re.M)
+
+
 # the lecture's definitions in each script, in the order the lecture builds them
 LECTURE_ORDER = {
     'bigram.py': ['read_text', 'make_codec', 'get_batch', 'estimate_loss', 'BigramLanguageModel', 'main'],

@@ -33,12 +33,6 @@ input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny 
 # ------------
 config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (bool, int, float, str))]
-# what each setting above takes, so that an edit up there of another kind (max_iters = 3e3) is a
-# one-line error at the start, as it is on the command line
-KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
-             device=str, eval_iters=int, seed=int, input_file=str)
-KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number', str: 'a string',
-              bool: 'True or False'}
 
 DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
 DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
@@ -204,6 +198,14 @@ def main():
 # ------------
 # not in the lecture: the command line and its checks, the download, and one-line
 # errors instead of tracebacks
+
+# what each setting at the top takes, so that an edit there of another kind (max_iters = 3e3) is a
+# one-line error at the start, as it is on the command line
+KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
+             device=str, eval_iters=int, seed=int, input_file=str)
+KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number', str: 'a string',
+              bool: 'True or False'}
+
 
 def apply_overrides(argv, namespace):
     """Set top-level hyperparameters from --key=value arguments, each of the kind in KINDS (a

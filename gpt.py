@@ -67,14 +67,6 @@ fast_attention = None # EX1: all heads in one batched matmul + F.scaled_dot_prod
 # ------------
 config_keys = [k for k, v in globals().items()
                if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))]
-# what each setting above takes, so that an edit up there of another kind (max_iters = 5e3,
-# resume = 'False') is a one-line error at the start, as it is on the command line
-KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
-             device=str, eval_iters=int, n_embd=int, n_head=int, n_layer=int, dropout=float, seed=int,
-             input_file=str, max_new_tokens=int, progress_seconds=float, preset=str, out_dir=str,
-             resume=bool, lr_decay=bool, warmup_iters=int, min_lr=float, use_tf32=bool, use_bf16=bool,
-             use_compile=bool, compile_mode=str, use_fused_adamw=bool, use_pinned=bool,
-             use_cuda_graph=bool, fast_attention=(bool, type(None)))
 
 # --preset=cpu: a 2-minute run on a 2-core CPU, chosen with scripts/cpu_sweep.py (README: No GPU?);
 # on the CPU even where a GPU is, so that it prints the README's numbers (--device=mps to try a Mac's)
@@ -767,6 +759,20 @@ def compile_blocks(model):
 # not in the lecture: the command line, checks of the settings and the device, files
 # written whole or not at all, the download, and one-line errors instead of tracebacks
 
+# what each setting at the top takes, so that an edit there of another kind (max_iters = 5e3,
+# resume = 'False') is a one-line error at the start, as it is on the command line
+KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
+             device=str, eval_iters=int, n_embd=int, n_head=int, n_layer=int, dropout=float, seed=int,
+             input_file=str, max_new_tokens=int, progress_seconds=float, preset=str, out_dir=str,
+             resume=bool, lr_decay=bool, warmup_iters=int, min_lr=float, use_tf32=bool, use_bf16=bool,
+             use_compile=bool, compile_mode=str, use_fused_adamw=bool, use_pinned=bool,
+             use_cuda_graph=bool, fast_attention=(bool, type(None)))
+WRONG_KIND = object()
+KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number',
+              bool: 'True or False', str: 'a string', (bool, type(None)): 'True, False or None',
+              type(None): 'None'}
+
+
 def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None):
     """Set namespace[key] from --key=value arguments for the given keys, each of the kind in
     KINDS (other keys, and settings you add at the top: their default's kind); a --preset=name
@@ -809,6 +815,7 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
 
 
 def print_help(namespace, keys, options, presets, doc, notes):
+    """--help: doc, each key with its value and its note, then what each preset sets."""
     lines = [f'  --{k}={namespace[k]!r}' for k in keys]
     width = max(map(len, lines)) + 2
     wrap = lambda text: textwrap.fill(text, 110, subsequent_indent=' ' * width)
@@ -821,12 +828,6 @@ def print_help(namespace, keys, options, presets, doc, notes):
         print(textwrap.fill(' '.join(f'--{k}={v!r}' for k, v in settings.items()), 110,
                             initial_indent='    ', subsequent_indent='    '))
     sys.stdout.flush() # a full disk or a closed pipe under it is caught as for any output
-
-
-WRONG_KIND = object()
-KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number',
-              bool: 'True or False', str: 'a string', (bool, type(None)): 'True, False or None',
-              type(None): 'None'}
 
 
 def as_kind(value, kind):

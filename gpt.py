@@ -53,6 +53,7 @@ resume = False # continue from out_dir/ckpt.pt
 lr_decay = False # linear warmup, then cosine decay to min_lr at max_iters
 warmup_iters = 100 # with lr_decay: steps of linear warmup
 min_lr = 3e-5 # with lr_decay: the rate at max_iters
+grad_accum = 1 # each batch goes forward and backward in this many parts: the same step in less memory
 # speed switches: they only take effect on CUDA; on CPU and MPS the run stays float32 and exact
 use_tf32 = True # TF32 tensor cores for float32 matmuls
 use_bf16 = True # bfloat16 autocast for the forward pass (AdamW keeps float32 weights)
@@ -162,9 +163,14 @@ def forward_loss(model, X, Y):
 
 def train_step(model, optimizer, xb, yb):
     """One step of the lecture's training loop: forward, backward, AdamW update."""
-    loss = forward_loss(model, xb, yb)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    if grad_accum == 1:
+        loss = forward_loss(model, xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+    else: # the batch in equal parts: their gradients, each of a mean loss / grad_accum, add up to the
+        optimizer.zero_grad(set_to_none=True) # whole batch's, and only one part's activations are held
+        for x, y in zip(xb.chunk(grad_accum), yb.chunk(grad_accum)):
+            (forward_loss(model, x, y) / grad_accum).backward()
     optimizer.step()
 
 
@@ -764,8 +770,8 @@ def compile_blocks(model):
 KINDS = dict(batch_size=int, block_size=int, max_iters=int, eval_interval=int, learning_rate=float,
              device=str, eval_iters=int, n_embd=int, n_head=int, n_layer=int, dropout=float, seed=int,
              input_file=str, max_new_tokens=int, progress_seconds=float, preset=str, out_dir=str,
-             resume=bool, lr_decay=bool, warmup_iters=int, min_lr=float, use_tf32=bool, use_bf16=bool,
-             use_compile=bool, compile_mode=str, use_fused_adamw=bool, use_pinned=bool,
+             resume=bool, lr_decay=bool, warmup_iters=int, min_lr=float, grad_accum=int, use_tf32=bool,
+             use_bf16=bool, use_compile=bool, compile_mode=str, use_fused_adamw=bool, use_pinned=bool,
              use_cuda_graph=bool, fast_attention=(bool, type(None)))
 WRONG_KIND = object()
 KIND_NAMES = {int: 'an int (a whole number, written without . or e)', float: 'a number',
@@ -866,6 +872,9 @@ def configure():
             fail(f"--{key} must be at least 1, got {globals()[key]}")
     if n_embd % n_head:
         fail(f"n_embd={n_embd} must be a multiple of n_head={n_head}")
+    if grad_accum < 1 or batch_size % grad_accum:
+        fail(f"--grad_accum={grad_accum} must be at least 1 and divide --batch_size={batch_size} into "
+             "equal parts")
     for key in ('max_iters', 'max_new_tokens', 'warmup_iters', 'progress_seconds'):
         if globals()[key] < 0:
             fail(f"--{key} must be at least 0, got {globals()[key]}")
@@ -1085,7 +1094,10 @@ if __name__ == '__main__':
         what = memory_error(e)
         if what is None:
             raise
-        fail(f"{device} ran out of memory ({what}); try a smaller --batch_size (now {batch_size}) or "
-             f"--block_size (now {block_size}), or a smaller model (--n_layer={n_layer}, --n_embd={n_embd})")
+        parts = next((n for n in range(grad_accum + 1, batch_size + 1) if batch_size % n == 0), None)
+        fail(f"{device} ran out of memory ({what}); try "
+             + (f"--grad_accum={parts} (the same batches in {parts} parts), or " if parts else '')
+             + f"a smaller --batch_size (now {batch_size}) or --block_size (now {block_size}), or a "
+             f"smaller model (--n_layer={n_layer}, --n_embd={n_embd})")
     except MemoryError: # Python's own objects filled the machine's memory: a text too long to encode
         fail(memory_full(input_file))

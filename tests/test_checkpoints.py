@@ -254,7 +254,12 @@ def test_out_of_memory_is_a_one_line_error_that_says_what_to_shrink(monkeypatch)
     monkeypatch.setattr(torch.optim.AdamW, 'step', step)
     r = run_here('gpt.py', *TINY, '--out_dir=')
     one_line_error(r, 'cpu ran out of memory (CUDA out of memory. Tried to allocate 2.00 GiB.)',
-                   '--batch_size (now 8)', '--block_size (now 16)', 'a smaller model (--n_layer=1, --n_embd=16)')
+                   '--grad_accum=2 (the same batches in 2 parts), or a smaller --batch_size (now 8)',
+                   '--block_size (now 16)', 'a smaller model (--n_layer=1, --n_embd=16)')
+    r = run_here('gpt.py', *TINY, '--out_dir=', '--grad_accum=2') # 8 in 4 parts next; in 8, none
+    one_line_error(r, '; try --grad_accum=4 (the same batches in 4 parts), or a smaller --batch_size')
+    r = run_here('gpt.py', *TINY, '--out_dir=', '--grad_accum=8')
+    one_line_error(r, '; try a smaller --batch_size (now 8)')
 
 
 CPU_ALLOCATOR = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
@@ -262,8 +267,9 @@ CPU_ALLOCATOR = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAlloca
 
 
 @pytest.mark.parametrize('script, words', [
-    ('gpt.py', 'error: cpu ran out of memory (40.0 GB asked for); try a smaller --batch_size (now 8) '
-               'or --block_size (now 100000), or a smaller model (--n_layer=1, --n_embd=16)\n'),
+    ('gpt.py', 'error: cpu ran out of memory (40.0 GB asked for); try --grad_accum=2 (the same batches '
+               'in 2 parts), or a smaller --batch_size (now 8) or --block_size (now 100000), or a smaller '
+               'model (--n_layer=1, --n_embd=16)\n'),
     ('scripts/bench.py', 'error: out of memory (40.0 GB asked for); try a smaller --batch_size or '
                          '--block_size, or a smaller model\n'), # as every other script through gpt.run_main
 ])

@@ -138,6 +138,27 @@ def test_model_overfits_one_batch(tiny):
     assert loss.item() < 0.1  # from ln 65 = 4.17: it memorized 64 random targets
 
 
+
+@pytest.mark.parametrize('fast', [False, True])
+def test_grad_accum_takes_the_same_steps_in_parts(tiny, monkeypatch, fast):
+    """--grad_accum=4: the batch goes through in 4 parts, and AdamW takes the same steps."""
+    monkeypatch.setattr(gpt, 'fast_attention', fast)
+    monkeypatch.setattr(gpt, 'batch_size', 8)
+    data = torch.randint(65, (500,))
+    trained = []
+    for parts in (1, 4):
+        monkeypatch.setattr(gpt, 'grad_accum', parts)
+        torch.manual_seed(0)
+        model = gpt.GPTLanguageModel(65)
+        optimizer = gpt.make_optimizer(model)
+        for _ in range(5):
+            gpt.train_step(model, optimizer, *gpt.get_batch(data))
+        trained.append(model.state_dict())
+    for key, value in trained[0].items():
+        torch.testing.assert_close(trained[1][key], value, atol=1e-5, rtol=1e-4)
+    torch.manual_seed(0)
+    assert (gpt.GPTLanguageModel(65).lm_head.weight - trained[0]['lm_head.weight']).abs().max() > 1e-3 # it trained
+
 def test_generate_extends_and_crops_to_block_size(tiny):
     model = tiny.GPTLanguageModel(65)
     model.train()

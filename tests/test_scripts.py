@@ -190,6 +190,8 @@ def test_out_of_range_values_are_one_line_errors(script, arg, words, tmp_path):
     (['--n_head=0'], '--n_head must be at least 1, got 0'), # not a ZeroDivisionError
     (['--lr_decay=True', '--min_lr=1e-3'], '--min_lr=0.001 is above --learning_rate=0.0003'),
     (['--preset=cpu', '--learning_rate=3e-4'], '--min_lr=0.0004 is above --learning_rate=0.0003'),
+    (['--grad_accum=3'], '--grad_accum=3 must be at least 1 and divide --batch_size=64 into equal parts'),
+    (['--grad_accum=0'], '--grad_accum=0 must be at least 1'),
 ])
 def test_gpt_settings_that_cannot_go_together_are_one_line_errors(args, words, tmp_path):
     r = run_here('gpt.py', *args, cwd=tmp_path)

@@ -72,7 +72,8 @@ def main(argv):
     whole = settings['compile_whole'] and gpt.use_compile
     print(f"device {gpt.device}; " + ', '.join(f"{k}={getattr(gpt, k)}" for k in switches)
           + (', compile_whole=True' if whole else ''))
-    print(f"batch_size={gpt.batch_size} block_size={gpt.block_size} n_layer={gpt.n_layer} "
+    parts = f" (grad_accum={gpt.grad_accum})" if gpt.grad_accum > 1 else ''
+    print(f"batch_size={gpt.batch_size}{parts} block_size={gpt.block_size} n_layer={gpt.n_layer} "
           f"n_head={gpt.n_head} n_embd={gpt.n_embd}; {n_warmup} warm-up + {n_steps} timed steps")
 
     torch.manual_seed(gpt.seed)

@@ -49,8 +49,9 @@ def test_fast_attention_can_be_asked_for_on_cpu(monkeypatch):
 def test_bench_runs_on_cpu():
     r = run_here(os.path.join('scripts', 'bench.py'), '--n_layer=1', '--n_embd=32', '--n_head=2',
                  '--block_size=16', '--batch_size=4', '--steps=3', '--warmup=1', '--peak_tflops=1',
-                 '--device=cpu', '--evals=1', '--eval_iters=2', '--saves=1', '--profile=2')
+                 '--device=cpu', '--evals=1', '--eval_iters=2', '--saves=1', '--profile=2', '--grad_accum=2')
     assert r.returncode == 0, r.stderr
+    assert 'batch_size=4 (grad_accum=2) block_size=16' in r.stdout
     assert re.search(r'estimate_loss 1: [\d.]+ s for 2 x 2 batches', r.stdout)
     assert re.search(r'checkpoint 1: [\d.]+ s for [\d.]+ MB', r.stdout)
     profile = r.stdout.split('profile of 2 steps, by self_cpu_time_total:\n')[1]

@@ -53,6 +53,7 @@ resume = False # continue from out_dir/ckpt.pt
 lr_decay = False # linear warmup, then cosine decay to min_lr at max_iters
 warmup_iters = 100 # with lr_decay: steps of linear warmup
 min_lr = 3e-5 # with lr_decay: the rate at max_iters
+# for a GPU short of memory: gradient accumulation, off (1) by default
 grad_accum = 1 # each batch goes forward and backward in this many parts: the same step in less memory
 # speed switches: they only take effect on CUDA; on CPU and MPS the run stays float32 and exact
 use_tf32 = True # TF32 tensor cores for float32 matmuls

@@ -1,0 +1,145 @@
+"""
+What the attention heads of a trained model look at. For a prompt, each head's weights wei[i, j]
+(the lecture at 1:11:38: how much character j contributes to the output at character i), computed
+from a checkpoint that gpt.py saved, as its Head class computes them.
+
+    python scripts/attention_map.py                        # out/best.pt: where each head looks
+    python scripts/attention_map.py --layer=0 --head=1     # one head's weights as a map
+    python scripts/attention_map.py --ckpt=runs/a --prompt=@scene.txt
+
+Layers and heads count from 0, as model.blocks[layer].sa.heads[head] does.
+"""
+import argparse
+import os
+import sys
+
+import torch
+from torch.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpt  # noqa: E402
+import sample  # noqa: E402 (beside this file)
+
+PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak.\n" # Tiny Shakespeare's first lines
+SHADES = ' .:-=+*#%@' # a weight under 0.1 is blank, 0.9 or more is @
+
+
+def attention_weights(model, idx):
+    """Every head's wei for the sequence idx (1,T): a (n_layer, n_head, T, T) tensor, each row
+    summing to 1. The input of each Block's attention is caught on its way (the output of ln1),
+    then each Head's query, key, mask and softmax are applied to it as Head.forward does."""
+    inputs = []
+    hooks = [block.ln1.register_forward_hook(lambda module, args, out: inputs.append(out))
+             for block in model.blocks]
+    try:
+        with torch.no_grad():
+            model(idx)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    T = idx.shape[1]
+    layers = []
+    for block, x in zip(model.blocks, inputs):
+        heads = []
+        for head in block.sa.heads:
+            k, q = head.key(x), head.query(x)
+            wei = q @ k.transpose(-2, -1) * k.shape[-1]**-0.5
+            wei = wei.masked_fill(head.tril[:T, :T] == 0, float('-inf'))
+            heads.append(F.softmax(wei, dim=-1)[0]) # (T,T); dropout is off in eval mode
+        layers.append(torch.stack(heads))
+    return torch.stack(layers)
+
+
+def shown(c):
+    return '\u21b5' if c == '\n' else c # a newline as a visible mark, so that rows stay rows
+
+
+def summary(wei):
+    """A row per head: its weight on the character itself, on the one before, and on those further
+    back, and how far back it looks, each averaged over the positions of the prompt but the first
+    (which can only look at itself)."""
+    T = wei.shape[-1]
+    back = torch.arange(T)[:, None] - torch.arange(T)[None, :] # (T,T): i - j
+    lines = ['| layer | head | on itself | on the character before | further back | mean distance back |',
+             '| ---: | ---: | ---: | ---: | ---: | ---: |']
+    for layer, heads in enumerate(wei):
+        for h, w in enumerate(heads):
+            itself = w.diagonal()[1:].mean().item()
+            before = w.diagonal(-1).mean().item()
+            distance = (w * back).sum(-1)[1:].mean().item()
+            lines.append(f'| {layer} | {h} | {itself:.2f} | {before:.2f} | {1 - itself - before:.2f} '
+                         f'| {distance:.1f} |')
+    return '\n'.join(lines)
+
+
+def heat_map(w, text):
+    """One head's weights as rows of shades: row i, column j is how much character j gives to i."""
+    lines = ['    ' + ''.join(shown(c) for c in text)]
+    for i, c in enumerate(text):
+        top = w[i].argmax().item()
+        cells = ''.join(SHADES[min(9, int(x * 10))] for x in w[i, :i + 1].tolist())
+        lines.append(f"{shown(c)!s:>3} {cells.ljust(len(text))}  most on {shown(text[top])!r} "
+                     f"({i - top} back), {w[i, top].item():.2f}")
+    return '\n'.join(lines)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
+                   help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
+    p.add_argument('--prompt', default=PROMPT, help="the text to look at, or @FILE to read it from a "
+                   "file (default: the first two lines of Tiny Shakespeare)")
+    p.add_argument('--layer', type=int, default=None, help='with --head: the map of that head')
+    p.add_argument('--head', type=int, default=None, help='with --layer: the map of that head')
+    p.add_argument('--device', default='cpu', help='default: %(default)s')
+    args = p.parse_args(argv)
+    if (args.layer is None) != (args.head is None):
+        p.error("--layer and --head go together: the map of one head")
+    if not args.ckpt:
+        p.error("--ckpt is empty: give a checkpoint, or a run's folder for its best.pt")
+    if args.prompt == '@':
+        p.error("--prompt=@ needs the name of a file after the @")
+    if os.path.isdir(args.ckpt):
+        args.ckpt = os.path.join(args.ckpt, 'best.pt')
+    return args
+
+
+def main(argv):
+    gpt.print_any_text()
+    args = parse_args(argv)
+    gpt.check_device(args.device)
+    gpt.fast_attention = False # the lecture's Head modules, whose weights are read here
+    model, checkpoint = sample.load_model(args.ckpt, args.device)
+    chars, block_size = checkpoint['chars'], checkpoint['config']['block_size']
+    text = sample.read_prompt(args.prompt)
+    unknown = sorted(set(text) - set(chars))
+    if unknown:
+        gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
+                 f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}")
+    if not text:
+        gpt.fail("the prompt is empty: give some text to look at")
+    if len(text) > block_size:
+        print(f"note: the prompt has {len(text):,} characters and the model reads {block_size} at a "
+              f"time: its last {block_size}")
+        text = text[-block_size:]
+    encode, _ = gpt.make_codec(chars)
+    idx = torch.tensor([encode(text)], dtype=torch.long, device=args.device)
+    wei = attention_weights(model, idx).cpu()
+    n_layer, n_head = wei.shape[:2]
+    if args.layer is None:
+        print(f"{args.ckpt}: where each of its {n_layer} x {n_head} heads looks, over {len(text)} "
+              "characters")
+        print(summary(wei))
+        print("\nthe map of one head: --layer=L --head=H")
+        return
+    if not (0 <= args.layer < n_layer and 0 <= args.head < n_head):
+        gpt.fail(f"this model has layers 0 to {n_layer - 1} and heads 0 to {n_head - 1}, got "
+                 f"--layer={args.layer} --head={args.head}")
+    print(f"{args.ckpt}, layer {args.layer}, head {args.head}: row i shows how much each character "
+          f"before it gives to character i ({SHADES[1]} 0.1 ... {SHADES[-1]} 0.9 or more)")
+    print(heat_map(wei[args.layer, args.head], text))
+
+
+if __name__ == '__main__':
+    gpt.run_main(main, sys.argv[1:])

@@ -1,0 +1,82 @@
+"""scripts/attention_map.py: the weights it shows are those each Head applies, and it says so."""
+import os
+import re
+import sys
+
+import pytest
+import torch
+
+import gpt
+from conftest import ROOT, run_here
+
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import attention_map  # noqa: E402
+
+SCRIPT = os.path.join('scripts', 'attention_map.py')
+CHARS = sorted(set(attention_map.PROMPT + 'ROMEO'))
+
+
+def test_the_weights_are_those_that_each_head_applies(tiny):
+    """wei[layer, head] @ the head's values is exactly what the head outputs inside the model."""
+    torch.manual_seed(0)
+    model = gpt.GPTLanguageModel(65).eval()
+    idx = torch.randint(65, (1, 12))
+    wei = attention_map.attention_weights(model, idx)
+    assert wei.shape == (2, 4, 12, 12)
+    torch.testing.assert_close(wei.sum(-1), torch.ones(2, 4, 12)) # each row a weighted average
+    assert (wei.triu(1) == 0).all() # of the characters up to i, never after
+    inputs, outputs = [], []
+    hooks = [block.ln1.register_forward_hook(lambda m, a, out: inputs.append(out)) for block in model.blocks]
+    hooks += [head.register_forward_hook(lambda m, a, out: outputs.append(out))
+              for block in model.blocks for head in block.sa.heads]
+    model(idx)
+    for hook in hooks:
+        hook.remove()
+    for layer, block in enumerate(model.blocks):
+        for h, head in enumerate(block.sa.heads):
+            torch.testing.assert_close(wei[layer, h] @ head.value(inputs[layer])[0], outputs[layer * 4 + h][0])
+
+
+@pytest.fixture
+def ckpt(tiny, tmp_path):
+    """A folder with a best.pt of an untrained model of TINY's shape (block_size 16)."""
+    torch.manual_seed(0)
+    model = gpt.GPTLanguageModel(len(CHARS))
+    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, gpt.make_optimizer(model), 0, CHARS, 9.9, 0.0)
+    return tmp_path
+
+
+def test_every_head_in_a_table(ckpt):
+    r = run_here(SCRIPT, f'--ckpt={ckpt}')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith('note: the prompt has 61 characters and the model reads 16 at a time: '
+                               'its last 16\n')
+    rows = re.findall(r'^\| (\d) \| (\d) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$', r.stdout, re.M)
+    assert [(int(layer), int(head)) for layer, head, *_ in rows] == [(l, h) for l in range(2) for h in range(4)]
+    for *_, itself, before, further, distance in rows:
+        assert abs(float(itself) + float(before) + float(further) - 1) < 0.015
+        assert 0 < float(distance) < 15
+
+
+def test_one_heads_map(ckpt):
+    r = run_here(SCRIPT, f'--ckpt={ckpt}', '--layer=1', '--head=3', '--prompt=ROMEO:')
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f'{ckpt / "best.pt"}, layer 1, head 3: row i shows')
+    assert lines[1] == '    ROMEO:' and len(lines) == 2 + 6
+    assert lines[2] == "  R @       most on 'R' (0 back), 1.00" # the first character can only look at itself
+    for i, line in enumerate(lines[2:]): # row i: shades for the i + 1 characters up to it, none after
+        assert line[4 + i + 1:10].strip() == '' and 0 <= int(re.search(r'\((\d+) back\)', line)[1]) <= i
+
+
+@pytest.mark.parametrize('args, words, code', [
+    (['--layer=1'], '--layer and --head go together', 2),
+    (['--layer=2', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=2 --head=0', 1),
+    (['--prompt=Juliet'], "the prompt has characters the model never saw: 'Jl' (2 of them)", 1),
+    (['--prompt='], 'the prompt is empty', 1),
+    (['--ckpt='], '--ckpt is empty', 2),
+])
+def test_bad_input_is_a_one_line_error(ckpt, args, words, code):
+    r = run_here(SCRIPT, f'--ckpt={ckpt}', *args)
+    assert r.returncode == code and r.stderr.startswith('error: ') and words in r.stderr, r.stderr
+    assert r.stderr.count('\n') == 1

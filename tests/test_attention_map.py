@@ -80,3 +80,13 @@ def test_bad_input_is_a_one_line_error(ckpt, args, words, code):
     r = run_here(SCRIPT, f'--ckpt={ckpt}', *args)
     assert r.returncode == code and r.stderr.startswith('error: ') and words in r.stderr, r.stderr
     assert r.stderr.count('\n') == 1
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback(ckpt):
+    """`python scripts/attention_map.py | head -3`, as for every script (tests/test_scripts.py)."""
+    read, write = os.pipe()
+    os.close(read)
+    with open(write, 'w') as stdout:
+        r = run_here(SCRIPT, f'--ckpt={ckpt}', stdout=stdout)
+        assert r.returncode == 1 and r.stderr == '', r.stderr
+        stdout.flush()

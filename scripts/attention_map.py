@@ -117,8 +117,8 @@ def main(argv):
     if unknown:
         gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
                  f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}")
-    if not text:
-        gpt.fail("the prompt is empty: give some text to look at")
+    if len(text) < 2:
+        gpt.fail(f"the prompt needs at least 2 characters, so that one can look at another (got {len(text)})")
     if len(text) > block_size:
         print(f"note: the prompt has {len(text):,} characters and the model reads {block_size} at a "
               f"time: its last {block_size}")

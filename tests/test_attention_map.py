@@ -73,7 +73,8 @@ def test_one_heads_map(ckpt):
     (['--layer=1'], '--layer and --head go together', 2),
     (['--layer=2', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=2 --head=0', 1),
     (['--prompt=Juliet'], "the prompt has characters the model never saw: 'Jl' (2 of them)", 1),
-    (['--prompt='], 'the prompt is empty', 1),
+    (['--prompt='], 'the prompt needs at least 2 characters, so that one can look at another (got 0)', 1),
+    (['--prompt=R'], 'the prompt needs at least 2 characters, so that one can look at another (got 1)', 1),
     (['--ckpt='], '--ckpt is empty', 2),
 ])
 def test_bad_input_is_a_one_line_error(ckpt, args, words, code):

@@ -51,7 +51,9 @@ def attention_weights(model, idx):
 
 
 def shown(c):
-    return '\u21b5' if c == '\n' else c # a newline as a visible mark, so that rows stay rows
+    """c as the map shows it: a newline and a space as marks that can be seen (and a newline as
+    one that keeps the rows apart)."""
+    return {'\n': '\u21b5', ' ': '\u00b7'}.get(c, c)
 
 
 def summary(wei):
@@ -136,8 +138,10 @@ def main(argv):
     if not (0 <= args.layer < n_layer and 0 <= args.head < n_head):
         gpt.fail(f"this model has layers 0 to {n_layer - 1} and heads 0 to {n_head - 1}, got "
                  f"--layer={args.layer} --head={args.head}")
-    print(f"{args.ckpt}, layer {args.layer}, head {args.head}: row i shows how much each character "
-          f"before it gives to character i ({SHADES[1]} 0.1 ... {SHADES[-1]} 0.9 or more)")
+    print(f"{args.ckpt}, layer {args.layer}, head {args.head}: each row, what the characters up to it "
+          "give it")
+    print(f"({SHADES[1]} 0.1 of its weight ... {SHADES[-1]} 0.9 or more; {shown(' ')} is a space, "
+          f"{shown(chr(10))} a newline)")
     print(heat_map(wei[args.layer, args.head], text))
 
 

@@ -62,10 +62,10 @@ def test_one_heads_map(ckpt):
     r = run_here(SCRIPT, f'--ckpt={ckpt}', '--layer=1', '--head=3', '--prompt=ROMEO:')
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith(f'{ckpt / "best.pt"}, layer 1, head 3: row i shows')
-    assert lines[1] == '    ROMEO:' and len(lines) == 2 + 6
-    assert lines[2] == "  R @       most on 'R' (0 back), 1.00" # the first character can only look at itself
-    for i, line in enumerate(lines[2:]): # row i: shades for the i + 1 characters up to it, none after
+    assert lines[0].startswith(f'{ckpt / "best.pt"}, layer 1, head 3: each row, what the characters')
+    assert lines[2] == '    ROMEO:' and len(lines) == 3 + 6
+    assert lines[3] == "  R @       most on 'R' (0 back), 1.00" # the first character can only look at itself
+    for i, line in enumerate(lines[3:]): # row i: shades for the i + 1 characters up to it, none after
         assert line[4 + i + 1:10].strip() == '' and 0 <= int(re.search(r'\((\d+) back\)', line)[1]) <= i
 
 

@@ -9,6 +9,7 @@ a character-level, decoder-only Transformer trained on Tiny Shakespeare.
 
 Any hyperparameter below can be set as --key=value. Importing this file does nothing.
 """
+import argparse
 import ast
 import gc
 import hashlib
@@ -819,6 +820,14 @@ def apply_overrides(argv, namespace, keys, presets=None, doc=__doc__, notes=None
     if len(options) < len(argv): # --help: after the other options, so that it shows their values
         print_help(namespace, keys, options, presets, doc, notes or setting_notes(__file__))
         sys.exit(0)
+
+
+def argument_parser(doc, **kwargs):
+    """argparse for the scripts in scripts/: doc as their --help, and an error is one line (not
+    argparse's usage, then the error) with exit code 2."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n")
+    return p
 
 
 def print_help(namespace, keys, options, presets, doc, notes):

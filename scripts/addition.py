@@ -22,7 +22,6 @@ What helps with long numbers (all on by default, each an option):
 - fixed-width zero padding: every digit sits at the same position in every problem;
 - a warmup and cosine learning-rate schedule down to a tenth of --lr over --max_steps.
 """
-import argparse
 import os
 import sys
 import time
@@ -228,8 +227,7 @@ def train(args, model, optimizer, batch_loss, evaluate, t_start):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p = gpt.argument_parser(__doc__)
     p.add_argument('--digits', type=int, default=3, help='digits per operand, 1 to 18 (default: %(default)s)')
     p.add_argument('--plain', action='store_true', help='write the sum in reading order, not reversed')
     p.add_argument('--no-curriculum', dest='curriculum', action='store_false',

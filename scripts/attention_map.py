@@ -9,7 +9,6 @@ from a checkpoint that gpt.py saved, as its Head class computes them.
 
 Layers and heads count from 0, as model.blocks[layer].sa.heads[head] does.
 """
-import argparse
 import os
 import sys
 
@@ -86,8 +85,7 @@ def heat_map(w, text):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p = gpt.argument_parser(__doc__)
     p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
                    help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
     p.add_argument('--prompt', default=PROMPT, help="the text to look at, or @FILE to read it from a "

@@ -33,7 +33,6 @@ calculator is for), on 1,000 held-out problems of n-digit operands (fewer where 
 so many) that never appear in training. At the end it shows, per operation, the first of them
 as the model writes it, and the first three it gets wrong, if any.
 """
-import argparse
 import os
 import sys
 import time
@@ -155,8 +154,7 @@ class Problems:
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p = gpt.argument_parser(__doc__)
     p.add_argument('--digits', type=int, default=2, help='digits per operand, 1 to 9 (default: %(default)s)')
     p.add_argument('--ops', default=OPS, help="the operations, any of '+-*/' (default: %(default)s)")
     p.add_argument('--cot', action='store_true',

@@ -20,7 +20,6 @@ lecture's config. On a GPU too the runs are float32, as on a CPU.
 - finetune, F steps: the pretrained weights, then Tiny Shakespeare at --finetune_lr (each one given),
   a fresh AdamW and the scratch runs' batches, so that only the starting weights differ
 """
-import argparse
 import os
 import re
 import sys
@@ -84,9 +83,7 @@ def new_model(vocab_size):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                allow_abbrev=False) # every other --key=value goes to gpt.py
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p = gpt.argument_parser(__doc__, allow_abbrev=False) # every other --key=value goes to gpt.py
     p.add_argument('--corpus', type=os.path.expanduser, required=True,
                    help='the larger text to pretrain on (UTF-8)')
     p.add_argument('--pretrain_iters', type=int, default=None, help="P (default: the config's max_iters)")

@@ -13,7 +13,6 @@ unchanged model on the same seeds:
 The baseline on seed 1337 is `python gpt.py --preset=cpu` itself, so on a CPU it prints that
 run's val loss. On a GPU, TF32, bf16, torch.compile and CUDA graphs stay off: float32, as on a CPU.
 """
-import argparse
 import math
 import os
 import statistics
@@ -137,8 +136,7 @@ def train(feature, seed, splits, vocab_size, label):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p = gpt.argument_parser(__doc__)
     p.add_argument('--features', nargs='+', choices=list(FEATURES), default=list(FEATURES), metavar='NAME',
                    help='the features to train, baseline included (default: all of %(choices)s)')
     p.add_argument('--seeds', nargs='+', type=int, default=[1337, 1338, 1339],

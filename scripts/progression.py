@@ -181,8 +181,7 @@ def markdown(rows):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p = gpt.argument_parser(__doc__)
     p.add_argument('--stages', type=parse_stages, default=parse_stages('1-6'),
                    help="e.g. 1-6, 7 or 2,5 (default: 1-6, the lecture's small config; 7 is the full gpt.py)")
     p.add_argument('--device', default=gpt.device, help='default: %(default)s')

@@ -29,8 +29,7 @@ def positive(kind):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
+    p = gpt.argument_parser(__doc__)
     p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
                    help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
     p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "

@@ -169,8 +169,9 @@ def train_step(model, optimizer, xb, yb):
         loss = forward_loss(model, xb, yb)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-    else: # the batch in equal parts: their gradients, each of a mean loss / grad_accum, add up to the
-        optimizer.zero_grad(set_to_none=True) # whole batch's, and only one part's activations are held
+    else: # the batch in equal parts, one at a time, so only one part's activations are held; the
+          # gradients of each part's mean loss / grad_accum add up to the whole batch's
+        optimizer.zero_grad(set_to_none=True)
         for x, y in zip(xb.chunk(grad_accum), yb.chunk(grad_accum)):
             (forward_loss(model, x, y) / grad_accum).backward()
     optimizer.step()

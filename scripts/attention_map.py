@@ -114,9 +114,10 @@ def main(argv):
     chars, block_size = checkpoint['chars'], checkpoint['config']['block_size']
     text = sample.read_prompt(args.prompt)
     unknown = sorted(set(text) - set(chars))
-    if unknown:
+    if unknown: # the default prompt too, for a model of another text (gpt.py --input_file)
         gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
-                 f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}")
+                 f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}"
+                 + ('; give a prompt of its text with --prompt' if args.prompt == PROMPT else ''))
     if len(text) < 2:
         gpt.fail(f"the prompt needs at least 2 characters, so that one can look at another (got {len(text)})")
     if len(text) > block_size:

@@ -91,3 +91,13 @@ def test_a_reader_that_stops_reading_gets_no_traceback(ckpt):
         r = run_here(SCRIPT, f'--ckpt={ckpt}', stdout=stdout)
         assert r.returncode == 1 and r.stderr == '', r.stderr
         stdout.flush()
+
+
+def test_a_model_of_another_text_asks_for_a_prompt_of_its_own(tiny, tmp_path):
+    model = gpt.GPTLanguageModel(2) # trained on a text of a and b alone (gpt.py --input_file)
+    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, gpt.make_optimizer(model), 0, ['a', 'b'], 9.9, 0.0)
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}')
+    assert r.returncode == 1
+    assert r.stderr.endswith("its vocabulary is 'ab'; give a prompt of its text with --prompt\n"), r.stderr
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--prompt=abba')
+    assert r.returncode == 0 and 'over 4 characters' in r.stdout, r.stderr

@@ -138,7 +138,6 @@ def test_model_overfits_one_batch(tiny):
     assert loss.item() < 0.1  # from ln 65 = 4.17: it memorized 64 random targets
 
 
-
 @pytest.mark.parametrize('fast', [False, True])
 def test_grad_accum_takes_the_same_steps_in_parts(tiny, monkeypatch, fast):
     """--grad_accum=4: the batch goes through in 4 parts, and AdamW takes the same steps."""

@@ -278,7 +278,6 @@ def test_help_lists_the_hyperparameters_with_their_comments(script, first):
         assert settings['steps'].split()[0] == '20' and 'timed steps' in settings['steps']
 
 
-
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py', 'scripts/bench.py'])
 def test_help_shows_the_values_the_other_options_set_wherever_it_stands(script):
     for args in (['--help', '--max_iters=7'], ['--max_iters=7', '--help']):

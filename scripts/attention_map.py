@@ -86,22 +86,15 @@ def heat_map(w, text):
 
 def parse_args(argv):
     p = gpt.argument_parser(__doc__)
-    p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
-                   help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
-    p.add_argument('--prompt', default=PROMPT, help="the text to look at, or @FILE to read it from a "
-                   "file (default: the first two lines of Tiny Shakespeare)")
+    sample.add_model_options(p, PROMPT, "the text to look at, or @FILE to read it from a file "
+                             "(default: the first two lines of Tiny Shakespeare)")
     p.add_argument('--layer', type=int, default=None, help='with --head: the map of that head')
     p.add_argument('--head', type=int, default=None, help='with --layer: the map of that head')
     p.add_argument('--device', default='cpu', help='default: %(default)s')
     args = p.parse_args(argv)
     if (args.layer is None) != (args.head is None):
         p.error("--layer and --head go together: the map of one head")
-    if not args.ckpt:
-        p.error("--ckpt is empty: give a checkpoint, or a run's folder for its best.pt")
-    if args.prompt == '@':
-        p.error("--prompt=@ needs the name of a file after the @")
-    if os.path.isdir(args.ckpt):
-        args.ckpt = os.path.join(args.ckpt, 'best.pt')
+    sample.check_model_options(p, args)
     return args
 
 
@@ -113,11 +106,9 @@ def main(argv):
     model, checkpoint = sample.load_model(args.ckpt, args.device)
     chars, block_size = checkpoint['chars'], checkpoint['config']['block_size']
     text = sample.read_prompt(args.prompt)
-    unknown = sorted(set(text) - set(chars))
-    if unknown: # the default prompt too, for a model of another text (gpt.py --input_file)
-        gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
-                 f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}"
-                 + ('; give a prompt of its text with --prompt' if args.prompt == PROMPT else ''))
+    # the default prompt too may not fit: a model of another text (gpt.py --input_file)
+    hint = '; give a prompt of its text with --prompt' if args.prompt == PROMPT else ''
+    sample.check_vocabulary(text, chars, hint)
     if len(text) < 2:
         gpt.fail(f"the prompt needs at least 2 characters, so that one can look at another (got {len(text)})")
     if len(text) > block_size:

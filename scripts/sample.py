@@ -28,12 +28,27 @@ def positive(kind):
     return parse
 
 
-def parse_args(argv):
-    p = gpt.argument_parser(__doc__)
+def add_model_options(p, prompt_default, prompt_help):
+    """--ckpt and --prompt, as this script and attention_map.py take them."""
     p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
                    help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
-    p.add_argument('--prompt', default='', help="text to continue, or @FILE to read it from a file "
-                   "(default: a newline, as in the lecture)")
+    p.add_argument('--prompt', default=prompt_default, help=prompt_help)
+
+
+def check_model_options(p, args):
+    """--ckpt and --prompt checked, with their errors through p; a run's folder means its best.pt."""
+    if not args.ckpt:
+        p.error("--ckpt is empty: give a checkpoint, or a run's folder for its best.pt")
+    if args.prompt == '@':
+        p.error("--prompt=@ needs the name of a file after the @")
+    if os.path.isdir(args.ckpt): # --ckpt=out: the run's best model
+        args.ckpt = os.path.join(args.ckpt, 'best.pt')
+
+
+def parse_args(argv):
+    p = gpt.argument_parser(__doc__)
+    add_model_options(p, '', "text to continue, or @FILE to read it from a file (default: a newline, "
+                      "as in the lecture)")
     p.add_argument('--max_new_tokens', type=int, default=500,
                    help='characters to generate per sample (default: %(default)s)')
     p.add_argument('--temperature', type=positive(float), default=1.0,
@@ -58,15 +73,10 @@ def parse_args(argv):
         p.error(f"--temperature must be at least {torch.finfo(torch.float32).tiny:.1e}, got {args.temperature}")
     if args.seed not in gpt.SEEDS:
         p.error(f"--seed must be from -2**63 to 2**64 - 1, got {args.seed}")
-    if not args.ckpt:
-        p.error("--ckpt is empty: give a checkpoint, or a run's folder for its best.pt")
-    if args.prompt == '@':
-        p.error("--prompt=@ needs the name of a file after the @")
+    check_model_options(p, args)
     problem = args.out and gpt.why_cannot_write(args.out) # now, not after sampling
     if problem:
         p.error(f"--out {args.out}: {problem}")
-    if os.path.isdir(args.ckpt): # --ckpt=out: the run's best model
-        args.ckpt = os.path.join(args.ckpt, 'best.pt')
     return args
 
 
@@ -79,6 +89,14 @@ def read_prompt(prompt):
             return f.read()
     except (OSError, UnicodeDecodeError) as e:
         gpt.fail(f"cannot read the prompt file {path}: {gpt.why_unreadable(e)}")
+
+
+def check_vocabulary(prompt, chars, hint=''):
+    """A one-line error if the prompt has characters that the model never saw."""
+    unknown = sorted(set(prompt) - set(chars))
+    if unknown:
+        gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
+                 f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}{hint}")
 
 
 def load_model(path, device):
@@ -103,10 +121,7 @@ def main(argv):
     encode, decode = gpt.make_codec(chars)
 
     prompt = read_prompt(args.prompt)
-    unknown = sorted(set(prompt) - set(chars))
-    if unknown:
-        gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
-                 f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}")
+    check_vocabulary(prompt, chars)
     start = encode(prompt) if prompt else [0] # token 0 is '\n', the lecture's start
     context = torch.tensor([start] * args.num_samples, dtype=torch.long, device=args.device)
 

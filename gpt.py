@@ -81,6 +81,8 @@ PRESETS = {
 
 DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
 DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
+# its 65 characters, sorted: the lecture's vocabulary, for a state_dict, which holds none
+DATA_CHARS = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
 
 # ------------
@@ -403,13 +405,37 @@ def load_checkpoint(path, map_location='cpu'):
     except Exception as e:
         fail(f"{path} is not a readable checkpoint of gpt.py (damaged, cut short, or another kind of "
              f"file: torch.load raised {type(e).__name__})")
+    if isinstance(checkpoint, dict) and all(torch.is_tensor(v) for v in checkpoint.values()):
+        checkpoint = checkpoint_of_state_dict(checkpoint, path)
     if not isinstance(checkpoint, dict) or not {'model', 'config', 'chars'} <= checkpoint.keys():
         fail(f"{path} is not a checkpoint of gpt.py: it does not hold the model, its config and its "
-             "vocabulary (a bare state_dict, from torch.save(model.state_dict())?)")
+             "vocabulary, nor is it a state_dict of GPTLanguageModel")
     lacking = [k for k in SHAPE_KEYS if k not in checkpoint['config']]
     if lacking:
         fail(f"{path} is not a checkpoint of gpt.py: its config has no {', '.join(lacking)}")
     return checkpoint
+
+
+def checkpoint_of_state_dict(state_dict, path):
+    """A bare state_dict of GPTLanguageModel, as torch.save(model.state_dict(), path) at the end of
+    the lecture's own gpt.py writes it, made a checkpoint to sample from: its shape read off its
+    weights, its vocabulary Tiny Shakespeare's (a state_dict holds none)."""
+    weights = {k.removeprefix('_orig_mod.'): v for k, v in state_dict.items()} # of a torch.compile'd model
+    for key in ('token_embedding_table.weight', 'position_embedding_table.weight'):
+        if key not in weights or weights[key].dim() != 2:
+            fail(f"{path} holds a state_dict, but not one of GPTLanguageModel: it has no {key}")
+    vocab_size, width = weights['token_embedding_table.weight'].shape
+    if vocab_size != len(DATA_CHARS):
+        fail(f"{path} holds a state_dict of a model of {vocab_size} characters, not Tiny Shakespeare's "
+             f"{len(DATA_CHARS)}: only gpt.py's own checkpoints keep the characters of another text")
+    layers = {m.group(1) for m in map(re.compile(r'blocks\.(\d+)\.sa\.').match, weights) if m}
+    heads = {m.group(1) for m in map(re.compile(r'blocks\.0\.sa\.heads\.(\d+)\.').match, weights) if m}
+    config = dict(n_embd=width, n_head=len(heads) or 1, n_layer=len(layers),
+                  block_size=weights['position_embedding_table.weight'].shape[0])
+    print(f"note: {path} is a bare state_dict: read as GPTLanguageModel with "
+          + ' '.join(f'{k}={v}' for k, v in config.items()) + ", and Tiny Shakespeare's characters",
+          file=sys.stderr)
+    return {'model': weights, 'config': config, 'chars': list(DATA_CHARS)}
 
 
 def load_weights(model, checkpoint, path):

@@ -4,6 +4,7 @@ Sample text from a checkpoint that gpt.py saved, without training.
     python scripts/sample.py                                      # from out/best.pt, printed as it comes
     python scripts/sample.py --prompt="ROMEO:" --temperature=0.8 --top_k=40 --num_samples=3
     python scripts/sample.py --prompt=@prompt.txt --max_new_tokens=10000 --out=more.txt
+    python scripts/sample.py --ckpt=model.pt     # torch.save(model.state_dict(), 'model.pt') in the lecture's code
 
 With no --temperature and no --top_k this is the lecture's plain multinomial sampling.
 """
@@ -31,7 +32,8 @@ def positive(kind):
 def add_model_options(p, prompt_default, prompt_help):
     """--ckpt and --prompt, as this script and attention_map.py take them."""
     p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
-                   help="checkpoint, or an out_dir to take its best.pt (default: %(default)s)")
+                   help="checkpoint, or an out_dir to take its best.pt, or a state_dict of the lecture's "
+                   "model of Tiny Shakespeare (default: %(default)s)")
     p.add_argument('--prompt', default=prompt_default, help=prompt_help)
 
 

@@ -14,6 +14,7 @@ from torch.nn import functional as F
 
 import gpt
 from conftest import ROOT, needs_input, run_here
+from test_model import lecture_layout
 from test_scripts import losses
 
 pytestmark = needs_input
@@ -405,6 +406,42 @@ def test_one_sample_streamed_to_the_screen_is_the_sample_written_to_a_file(unint
     assert streamed.stdout.startswith('ROMEO:') and len(streamed.stdout) == len('ROMEO:') + 80 + 1
 
 
+def test_a_bare_state_dict_of_the_lectures_model_samples_as_its_checkpoint_does(uninterrupted, tmp_path):
+    """torch.save(model.state_dict(), 'model.pt') at the end of the lecture's own gpt.py: a model
+    without its shape and vocabulary, which sample.py reads off the weights and Tiny Shakespeare."""
+    _, out = uninterrupted
+    weights = torch.load(out / 'best.pt', weights_only=True)['model']
+    theirs = lecture_layout(65, n_embd=16, n_head=2, n_layer=1, block_size=16) # TINY's shape
+    theirs.load_state_dict(weights, strict=True)
+    torch.save(theirs.state_dict(), tmp_path / 'model.pt')
+    torch.save({'_orig_mod.' + k: v for k, v in weights.items()}, tmp_path / 'compiled.pt') # torch.compile(model)'s
+    args = ['--prompt=ROMEO:', '--max_new_tokens=60', '--num_samples=2', '--device=cpu']
+    ours = sample(f'--ckpt={out / "best.pt"}', *args)
+    for name in ('model.pt', 'compiled.pt'):
+        r = sample(f'--ckpt={tmp_path / name}', *args)
+        assert r.returncode == 0 and r.stdout == ours.stdout, r.stderr
+        assert r.stderr == (f"note: {tmp_path / name} is a bare state_dict: read as GPTLanguageModel with "
+                            "n_embd=16 n_head=2 n_layer=1 block_size=16, and Tiny Shakespeare's characters\n")
+    # another shape, read off the weights too; attention_map.py loads it the same way
+    torch.save(lecture_layout(65, n_embd=24, n_head=3, n_layer=2, block_size=8).state_dict(), tmp_path / 'm.pt')
+    r = run_here(os.path.join('scripts', 'attention_map.py'), f'--ckpt={tmp_path / "m.pt"}', '--prompt=ROMEO:')
+    assert r.returncode == 0 and 'n_embd=24 n_head=3 n_layer=2 block_size=8' in r.stderr, r.stderr
+    assert 'where each of its 2 x 3 heads looks, over 6 characters' in r.stdout
+    # what a state_dict cannot tell
+    torch.save(lecture_layout(30, 16, 2, 1, 16).state_dict(), tmp_path / 'other_text.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "other_text.pt"}'), 'of a model of 30 characters, not Tiny '
+                   "Shakespeare's 65: only gpt.py's own checkpoints keep the characters of another text")
+    torch.save(torch.nn.Linear(2, 2).state_dict(), tmp_path / 'linear.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "linear.pt"}'), 'holds a state_dict, but not one of '
+                   'GPTLanguageModel: it has no token_embedding_table.weight')
+    # nor can it resume: it has no optimizer
+    (tmp_path / 'run').mkdir()
+    shutil.copy(tmp_path / 'model.pt', tmp_path / 'run' / 'ckpt.pt')
+    r = run_here('gpt.py', *TINY, '--max_iters=400', f'--out_dir={tmp_path / "run"}', '--resume=True')
+    assert r.returncode == 1 and r.stderr.splitlines()[1].startswith('error: cannot resume from'), r.stderr
+    assert 'only a model to sample from' in r.stderr
+
+
 def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     _, out = uninterrupted
     ckpt = f'--ckpt={out / "best.pt"}'
@@ -414,9 +451,9 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     one_line_error(sample(f'--ckpt={tmp_path / "bad.pt"}'), 'not a readable checkpoint')
     (tmp_path / 'cut.pt').write_bytes((out / 'best.pt').read_bytes()[:5000]) # a copy cut short
     one_line_error(sample(f'--ckpt={tmp_path / "cut.pt"}'), 'not a readable checkpoint of gpt.py (damaged, cut short')
+    torch.save({'step': 300}, tmp_path / 'other.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "other.pt"}'), 'does not hold the model, its config and its vocabulary')
     checkpoint = torch.load(out / 'best.pt', weights_only=True)
-    torch.save(checkpoint['model'], tmp_path / 'bare.pt')
-    one_line_error(sample(f'--ckpt={tmp_path / "bare.pt"}'), 'does not hold the model, its config and its vocabulary')
     del checkpoint['config']['n_embd']
     torch.save(checkpoint, tmp_path / 'old.pt')
     one_line_error(sample(f'--ckpt={tmp_path / "old.pt"}'), 'is not a checkpoint of gpt.py: its config has no n_embd')

@@ -22,6 +22,7 @@ def test_tiny_shakespeare_facts():
     assert len(text) == 1_115_394
     chars = sorted(set(text))
     assert len(chars) == 65 and chars[:2] == ['\n', ' ']
+    assert chars == list(gpt.DATA_CHARS) # the vocabulary of a state_dict, which holds none
     encode, decode = gpt.make_codec(chars)
     data = torch.tensor(encode(text), dtype=torch.long)
     train, val = gpt.split_data(data)

@@ -465,15 +465,23 @@ def check_compatible(checkpoint, chars, path):
         fail(f"cannot resume from {path}: " + '; '.join(diffs))
 
 
+def log_rows(log_path):
+    """The rows of log.csv below its header ([] where there is none), without the one after its
+    last newline: '', or a row that a full disk or a crash cut short."""
+    if not os.path.exists(log_path):
+        return []
+    with open(log_path, errors='replace') as f:
+        return f.read().split('\n')[1:-1]
+
+
 def start_log(log_path, start_step):
     """Make out_dir and start its log.csv: a header, and on resume the rows up to start_step (not
     those past the checkpoint, nor one that a full disk or a crash cut short)."""
     keep = []
     try:
         os.makedirs(out_dir, exist_ok=True)
-        if resume and os.path.exists(log_path):
-            with open(log_path, errors='replace') as f: # after the last newline: '', or a row
-                rows = f.read().split('\n')[1:-1]      # that a full disk or a crash cut short
+        if resume:
+            rows = log_rows(log_path)
             steps = [row.split(',')[0] for row in rows]
             keep = [row for row, step in zip(rows, steps) if step.isdigit() and int(step) <= start_step]
         log = '\n'.join(['step,train_loss,val_loss,elapsed_s'] + keep) + '\n'
@@ -518,21 +526,40 @@ def duration(seconds):
 
 
 class StopRequest:
-    """The first Ctrl-C asks the loop to save and stop after the current step; a second one quits."""
+    """The first Ctrl-C asks the loop to save and stop after the current step; a second one quits.
+    SIGTERM (kill, timeout, a cluster's scheduler ending a job) does the same."""
 
     def __init__(self):
         self.requested = False
+        self.exit_code = 130 # as a shell reports a process that Ctrl-C stopped; 143 for SIGTERM
 
     def __call__(self, signum, frame):
         self.requested = True
+        self.exit_code = 128 + signum
+        name = 'Ctrl-C' if signum == signal.SIGINT else 'SIGTERM'
         # straight to the file descriptor: a print here could land inside a print of the loop's,
         # which Python's buffered stdout refuses ("reentrant call")
-        message = "\nCtrl-C: saving a checkpoint after this step (Ctrl-C again quits without saving)\n"
+        message = f"\n{name}: saving a checkpoint after this step ({name} again quits without saving)\n"
         try:
             os.write(sys.stderr.fileno(), message.encode())
         except (AttributeError, OSError): # a stderr without a file descriptor: a notebook's, a test's
             sys.stderr.write(message)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # the second one raises KeyboardInterrupt at once: a save under way is discarded, not left half-written
+        signal.signal(signum, signal.default_int_handler)
+
+    def listen(self):
+        """Handle Ctrl-C and SIGTERM from now on, except one that is ignored (a background job of a
+        shell script ignores Ctrl-C): it stays ignored. Returns what puts the old handlers back."""
+        before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s, handler in before.items():
+            if handler is not signal.SIG_IGN:
+                signal.signal(s, self)
+
+        def stop_listening():
+            for s, handler in before.items():
+                if handler is not None: # None: a handler from outside Python, which stays
+                    signal.signal(s, handler)
+        return stop_listening
 
 
 class EvaluationStopped(Exception):
@@ -577,7 +604,8 @@ def main():
     elif out_dir and os.path.exists(ckpt_path): # a new run would overwrite a trained model
         fail(f"{ckpt_path} holds an earlier run: continue it with --resume=True, or start a new "
              f"one with another --out_dir (or delete {out_dir})")
-    elif out_dir and (os.path.exists(best_path) or os.path.exists(log_path)): # ckpt.pt was deleted
+    elif out_dir and (os.path.exists(best_path) or log_rows(log_path)): # ckpt.pt was deleted; a log
+        # of a header alone is a run killed before its first evaluation ended, with nothing to keep
         fail(f"{out_dir} holds the best.pt or log.csv of an earlier run, which a new run would "
              f"overwrite: start it with another --out_dir (or delete {out_dir})")
 
@@ -614,9 +642,7 @@ def main():
     step_fn, eval_fn = step_functions(model, optimizer)
     splits = {'train': train_data, 'val': val_data}
     stop = StopRequest()
-    on_ctrl_c = signal.getsignal(signal.SIGINT)
-    if on_ctrl_c is not signal.SIG_IGN: # ignored (a background job of a script): it stays ignored
-        signal.signal(signal.SIGINT, stop)
+    stop_listening = stop.listen()
     t0 = time.time() - elapsed_before
     t_last = t_print = time.time()
     step_last = start_step
@@ -626,20 +652,20 @@ def main():
                         evaluated)
 
     def stop_here(step, evaluated=True):
-        """The first Ctrl-C: save a checkpoint to resume from at this step, and exit."""
+        """The first Ctrl-C or SIGTERM: save a checkpoint to resume from at this step, and exit."""
         if not out_dir:
             print(f"stopped at step {step}; nothing saved (out_dir is empty)")
-            sys.exit(130)
+            sys.exit(stop.exit_code)
         if not all(p.isfinite().all() for p in model.parameters()): # diverged since the last evaluation
             print(f"stopped at step {step}; nothing saved: the weights are no longer numbers "
                   f"(training diverged), and {ckpt_path} keeps step {step_last}")
-            sys.exit(130)
+            sys.exit(stop.exit_code)
         checkpoint_now(ckpt_path, step, evaluated)
         again = [sys.argv[0]] + [a for a in sys.argv[1:] if not a.startswith('--resume=')]
         again = subprocess.list2cmdline(again) if os.name == 'nt' else shlex.join(again) # as shells quote
         print(f"stopped at step {step}{'' if evaluated else ' during its evaluation'}; saved {ckpt_path}\n"
               f"resume with: python {again} --resume=True")
-        sys.exit(130)
+        sys.exit(stop.exit_code)
 
     def eval_batch(X, Y):
         """One batch of estimate_loss. A Ctrl-C stops the evaluation after the current batch, and
@@ -721,7 +747,7 @@ def main():
             print(f"step {step + 1}/{max_iters} | {now - t0:.1f}s, {speed(seconds)}, "
                   + time_left(step + 1, seconds, eval_seconds, evaluated=False), flush=True)
 
-    signal.signal(signal.SIGINT, on_ctrl_c)
+    stop_listening()
     if out_dir:
         print(f"saved {ckpt_path}; best val loss {best_val_loss:.4f} in {best_path}")
 

@@ -20,11 +20,12 @@ def run_here(script, *args, cwd=None, stdout=None):
     """Run a script as `python script args` would, but inside this process: no new interpreter
     and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
     exits, and for short training runs. What the run changes in gpt's settings, torch's random
-    numbers and the Ctrl-C handler (of a run that stopped inside its loop) is put back afterwards.
+    numbers and the handlers of Ctrl-C and SIGTERM (of a run that stopped inside its loop) is put
+    back afterwards.
     stdout: a file to print into instead of a string."""
     path = os.path.join(ROOT, script)
     settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()
-    rng, on_ctrl_c = torch.get_rng_state(), signal.getsignal(signal.SIGINT)
+    rng, handlers = torch.get_rng_state(), {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     out, err, code = stdout or io.StringIO(), io.StringIO(), 0
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path)) # as python does: the script's folder comes first
@@ -42,7 +43,8 @@ def run_here(script, *args, cwd=None, stdout=None):
         os.chdir(here)
         vars(gpt).update(settings)
         torch.set_rng_state(rng)
-        signal.signal(signal.SIGINT, on_ctrl_c)
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
     printed = None if stdout else out.getvalue()
     return subprocess.CompletedProcess([path, *args], code, printed, err.getvalue())
 

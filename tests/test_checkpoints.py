@@ -37,7 +37,8 @@ def uninterrupted(tmp_path_factory):
     return r.stdout, out
 
 
-def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM]) # Ctrl-C; kill, or a scheduler's
+def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path, signum):
     full, full_dir = uninterrupted
     out = tmp_path / 'my run' # a space: the command printed to resume must quote it
     p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'gpt.py'), *TINY,
@@ -47,7 +48,7 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
     for line in p.stdout:
         first.append(line)
         if line.startswith('step 50:'):
-            p.send_signal(signal.SIGINT)
+            p.send_signal(signum)
             break
     try:
         rest, err = p.communicate(timeout=60)
@@ -55,7 +56,9 @@ def test_ctrl_c_saves_and_resume_gives_the_same_losses(uninterrupted, tmp_path):
         p.kill()
         raise
     first = ''.join(first) + rest
-    assert p.returncode == 130, err
+    assert p.returncode == 128 + signum, err # 130, 143: as a shell reports either signal
+    name = 'Ctrl-C' if signum == signal.SIGINT else 'SIGTERM'
+    assert err == f"\n{name}: saving a checkpoint after this step ({name} again quits without saving)\n"
     stopped = int(re.search(r'stopped at step (\d+)(?: during its evaluation)?; saved (.*ckpt\.pt)',
                             first).group(1))
     assert 50 <= stopped < 300
@@ -209,6 +212,24 @@ def test_resume_from_a_checkpoint_with_only_a_model_says_so(uninterrupted, tmp_p
     one_line_error(r, f'cannot resume from {tmp_path / "ckpt.pt"}: it has no optimizer, step, '
                       'best_val_loss, elapsed, rng_cpu, only a model to sample from')
     assert run_here('scripts/sample.py', f'--ckpt={tmp_path / "ckpt.pt"}', '--max_new_tokens=5').returncode == 0
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_the_first_signal_asks_to_stop_and_the_second_interrupts(signum, capsys):
+    """The second raises KeyboardInterrupt wherever the run is: a save under way is discarded (the
+    test below), and gpt.py quits without saving."""
+    stop = gpt.StopRequest()
+    stop_listening = stop.listen()
+    try:
+        os.kill(os.getpid(), signum)
+        assert stop.requested and stop.exit_code == 128 + signum
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signum)
+    finally:
+        stop_listening()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler # as conftest set it
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert 'saving a checkpoint after this step' in capsys.readouterr().err
 
 
 def test_a_crash_while_saving_keeps_the_old_file(tmp_path):
@@ -618,6 +639,19 @@ def test_resume_after_the_models_code_changed_is_a_one_line_error(uninterrupted,
                       'Missing key(s) in state_dict: "lm_head.bias".\n')
     r = sample(f'--ckpt={tmp_path / "out" / "ckpt.pt"}', '--device=cpu')
     one_line_error(r, 'does not fit GPTLanguageModel as this code builds it: Missing key(s)')
+
+
+def test_a_log_of_a_header_alone_is_no_earlier_run(tmp_path):
+    """A run killed (not stopped by Ctrl-C) before its first evaluation ended leaves a log.csv with
+    no row and nothing else: a new run starts there. A log with a row is an earlier run's."""
+    (tmp_path / 'log.csv').write_text('step,train_loss,val_loss,elapsed_s\n')
+    r = run_here('gpt.py', *TINY, '--max_iters=0', '--max_new_tokens=0', f'--out_dir={tmp_path}')
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ['best.pt', 'ckpt.pt', 'log.csv']
+    os.remove(tmp_path / 'ckpt.pt')
+    os.remove(tmp_path / 'best.pt')
+    r = run_here('gpt.py', *TINY, '--max_iters=0', '--max_new_tokens=0', f'--out_dir={tmp_path}')
+    one_line_error(r, f'{tmp_path} holds the best.pt or log.csv of an earlier run')
 
 
 def test_a_new_run_never_overwrites_the_best_model_of_an_earlier_one(uninterrupted, tmp_path):

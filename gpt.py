@@ -636,6 +636,7 @@ def main():
 
     if out_dir:
         start_log(log_path, start_step)
+        remove_cut_saves(out_dir)
 
     if use_compile:
         compile_blocks(model) # compiles on first use: the first eval, then the first step
@@ -1112,6 +1113,17 @@ def save_atomically(path, write):
     except BaseException as e:
         discard(tmp, path, e)
         raise
+
+
+def remove_cut_saves(folder):
+    """Remove the temporary files in out_dir of saves that a kill -9, a crash or a power cut
+    stopped before their rename (hidden files, 139 MB each for the lecture's model), and say so."""
+    for name in sorted(os.listdir(folder)):
+        if name.startswith('.tmp-') and name.endswith(('-ckpt.pt', '-best.pt', '-log.csv')):
+            path = os.path.join(folder, name)
+            size = os.path.getsize(path)
+            os.remove(path)
+            print(f"note: removed {path} ({size / 1e6:.1f} MB), left by a save that was cut short")
 
 
 def discard(tmp, path, error):

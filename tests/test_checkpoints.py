@@ -654,6 +654,20 @@ def test_a_log_of_a_header_alone_is_no_earlier_run(tmp_path):
     one_line_error(r, f'{tmp_path} holds the best.pt or log.csv of an earlier run')
 
 
+def test_a_run_removes_the_files_of_saves_cut_short_in_its_out_dir(tmp_path):
+    """kill -9 or a power cut during a save leaves its temporary file, hidden, as big as a
+    checkpoint: the next run there removes it, and only it."""
+    cut = ['.tmp-k3x9a1-ckpt.pt', '.tmp-4242-best.pt', '.tmp-q0e7_z-log.csv']
+    for name in cut:
+        (tmp_path / name).write_bytes(b'half a file' * 100)
+    (tmp_path / '.tmp-notes.txt').write_text('mine')
+    r = run_here('gpt.py', *TINY, '--max_iters=0', '--max_new_tokens=0', f'--out_dir={tmp_path}')
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ['.tmp-notes.txt', 'best.pt', 'ckpt.pt', 'log.csv']
+    assert re.findall(r'^note: removed (.*) \(0\.0 MB\), left by a save that was cut short$', r.stdout, re.M) \
+        == [str(tmp_path / name) for name in sorted(cut)]
+
+
 def test_a_new_run_never_overwrites_the_best_model_of_an_earlier_one(uninterrupted, tmp_path):
     """ckpt.pt deleted to save room, best.pt kept: a new run's first evaluation would replace it."""
     _, out = uninterrupted

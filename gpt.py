@@ -544,7 +544,8 @@ class StopRequest:
             os.write(sys.stderr.fileno(), message.encode())
         except (AttributeError, OSError): # a stderr without a file descriptor: a notebook's, a test's
             sys.stderr.write(message)
-        # the second one raises KeyboardInterrupt at once: a save under way is discarded, not left half-written
+        # the second one raises KeyboardInterrupt at once: a save under way is discarded, not left
+        # half-written
         signal.signal(signum, signal.default_int_handler)
 
     def listen(self):

@@ -1,9 +1,11 @@
 """
-Plot the train and val loss curves from the log.csv that gpt.py writes into out_dir.
+Plot the train and val loss curves from the log.csv that gpt.py writes into out_dir, and print
+each run's best and last val loss.
 
     python scripts/plot_losses.py                        # out/log.csv -> out/loss.png
     python scripts/plot_losses.py runs/a/log.csv --out=a.png
     python scripts/plot_losses.py runs/a                 # a run's folder: its log.csv
+    python scripts/plot_losses.py runs/a runs/b          # runs side by side -> losses.png
 
 Needs matplotlib, an optional extra: pip install matplotlib
 """
@@ -34,17 +36,18 @@ def read_log(path):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('log', nargs='?', type=os.path.expanduser, default=os.path.join('out', 'log.csv'),
-                   help="a log.csv of gpt.py, or the out_dir it is in (default: %(default)s)")
+    p.add_argument('logs', nargs='*', type=os.path.expanduser, default=[os.path.join('out', 'log.csv')],
+                   help="log.csv files of gpt.py, or the out_dirs they are in (default: out/log.csv)")
     p.add_argument('--out', type=os.path.expanduser, default=None,
-                   help='the PNG to write (default: loss.png beside the log)')
-    p.add_argument('--title', default=None, help="the plot's title (default: the log's path)")
+                   help='the PNG to write (default: loss.png beside the log; for several, losses.png here)')
+    p.add_argument('--title', default=None, help="the plot's title (default: the log's path; for several, which line is which)")
     args = p.parse_args(argv)
-    if os.path.isdir(args.log): # a run's folder, as sample.py --ckpt takes one
-        args.log = os.path.join(args.log, 'log.csv')
-    rows = read_log(args.log)
-    if not rows:
-        sys.exit(f"error: {args.log} has no evaluations yet")
+    runs = {} # name, as given: a log, or a run's folder (as sample.py --ckpt takes one) -> its rows
+    for name in args.logs:
+        log = os.path.join(name, 'log.csv') if os.path.isdir(name) else name
+        runs[name] = read_log(log)
+        if not runs[name]:
+            sys.exit(f"error: {log} has no evaluations yet")
     try:
         import matplotlib
         matplotlib.use('Agg') # no screen needed
@@ -52,20 +55,25 @@ def main(argv):
     except ImportError:
         sys.exit("error: plotting needs matplotlib, an optional extra: pip install matplotlib")
 
-    steps, train, val = zip(*rows)
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(steps, train, label='train', marker='.')
-    ax.plot(steps, val, label='val', marker='.')
-    best = min(range(len(val)), key=val.__getitem__)
-    ax.annotate(f'best val {val[best]:.4f}', (steps[best], val[best]), textcoords='offset points',
-                xytext=(0, 12), ha='center')
+    for name, rows in runs.items():
+        steps, train, val = zip(*rows)
+        best = min(range(len(val)), key=val.__getitem__)
+        if len(runs) == 1:
+            ax.plot(steps, train, label='train', marker='.')
+            ax.plot(steps, val, label='val', marker='.')
+            ax.annotate(f'best val {val[best]:.4f}', (steps[best], val[best]), textcoords='offset points',
+                        xytext=(0, 12), ha='center')
+        else: # a colour a run: val solid, train dashed
+            line, = ax.plot(steps, val, marker='.', label=f'{name} (best val {val[best]:.4f})')
+            ax.plot(steps, train, color=line.get_color(), linestyle='--', alpha=0.6)
     ax.set_xlabel('step')
     ax.set_ylabel('loss (cross-entropy per character, nats)')
-    ax.set_title(args.title or args.log)
+    ax.set_title(args.title or (log if len(runs) == 1 else 'val loss (solid) and train loss (dashed)'))
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    out = args.out or os.path.join(os.path.dirname(args.log), 'loss.png')
+    out = args.out or (os.path.join(os.path.dirname(log), 'loss.png') if len(runs) == 1 else 'losses.png')
     tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f'.tmp-{os.getpid()}-' + os.path.basename(out))
     try: # into a temporary file, then renamed: an earlier plot is never left half-written
         fig.savefig(tmp, dpi=120, format='png')
@@ -76,6 +84,10 @@ def main(argv):
         if isinstance(e, OSError):
             sys.exit(f"error: cannot write {out}: {e.strerror}")
         raise
+    print('| run | best val loss | at step | last val loss | at step |\n| --- | ---: | ---: | ---: | ---: |')
+    for name, rows in runs.items():
+        step, _, val = min(rows, key=lambda row: row[2])
+        print(f"| {name} | {val:.4f} | {step} | {rows[-1][2]:.4f} | {rows[-1][0]} |")
     print(f"wrote {out}")
 
 

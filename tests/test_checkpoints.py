@@ -514,11 +514,29 @@ def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
     assert (tmp_path / 'l.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert os.listdir(tmp_path) == ['l.png'] # written to a temporary file, then renamed
     r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out), f'--out={tmp_path / "m.png"}')
-    assert r.returncode == 0 and r.stdout == f'wrote {tmp_path / "m.png"}\n', r.stderr # a run's folder
+    assert r.returncode == 0, r.stderr # a run's folder
     assert (tmp_path / 'm.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    rows = [row.split(',') for row in (out / 'log.csv').read_text().splitlines()[1:]]
+    best = min(rows, key=lambda row: float(row[2]))
+    assert r.stdout.splitlines()[2:] == [f'| {out} | {float(best[2]):.4f} | {best[0]} | {float(rows[-1][2]):.4f} | 300 |',
+                                         f'wrote {tmp_path / "m.png"}']
     missing = tmp_path / 'no such folder' / 'l.png'
     r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={missing}')
     assert r.returncode == 1 and r.stderr == f'error: cannot write {missing}: No such file or directory\n'
+
+
+def test_plot_losses_puts_several_runs_side_by_side(uninterrupted, tmp_path):
+    pytest.importorskip('matplotlib')
+    _, out = uninterrupted
+    (tmp_path / 'b').mkdir()
+    (tmp_path / 'b' / 'log.csv').write_text('step,train_loss,val_loss,elapsed_s\n0,4.2,4.3,0.1\n'
+                                            '50,2.0,2.5,1.0\n100,1.5,2.6,2.0\n')
+    r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), 'b', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[3:] == ['| b | 2.5000 | 50 | 2.6000 | 100 |', 'wrote losses.png']
+    assert r.stdout.splitlines()[2].startswith(f'| {out / "log.csv"} | ')
+    assert (tmp_path / 'losses.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' # here, not beside a log
+    assert sorted(os.listdir(tmp_path)) == ['b', 'losses.png'] and os.listdir(tmp_path / 'b') == ['log.csv']
 
 
 def test_plot_losses_skips_a_last_row_cut_short(uninterrupted, tmp_path, capsys):

@@ -40,7 +40,8 @@ def main(argv):
                    help="log.csv files of gpt.py, or the out_dirs they are in (default: out/log.csv)")
     p.add_argument('--out', type=os.path.expanduser, default=None,
                    help='the PNG to write (default: loss.png beside the log; for several, losses.png here)')
-    p.add_argument('--title', default=None, help="the plot's title (default: the log's path; for several, which line is which)")
+    p.add_argument('--title', default=None,
+                   help="the plot's title (default: the log's path; for several, which line is which)")
     args = p.parse_args(argv)
     runs = {} # name, as given: a log, or a run's folder (as sample.py --ckpt takes one) -> its rows
     for name in args.logs:

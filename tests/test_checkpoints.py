@@ -435,7 +435,8 @@ def test_a_bare_state_dict_of_the_lectures_model_samples_as_its_checkpoint_does(
     theirs = lecture_layout(65, n_embd=16, n_head=2, n_layer=1, block_size=16) # TINY's shape
     theirs.load_state_dict(weights, strict=True)
     torch.save(theirs.state_dict(), tmp_path / 'model.pt')
-    torch.save({'_orig_mod.' + k: v for k, v in weights.items()}, tmp_path / 'compiled.pt') # torch.compile(model)'s
+    compiled = {'_orig_mod.' + k: v for k, v in weights.items()} # the state_dict of torch.compile(model)
+    torch.save(compiled, tmp_path / 'compiled.pt')
     args = ['--prompt=ROMEO:', '--max_new_tokens=60', '--num_samples=2', '--device=cpu']
     ours = sample(f'--ckpt={out / "best.pt"}', *args)
     for name in ('model.pt', 'compiled.pt'):
@@ -518,8 +519,9 @@ def test_plot_losses_writes_a_png(uninterrupted, tmp_path):
     assert (tmp_path / 'm.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     rows = [row.split(',') for row in (out / 'log.csv').read_text().splitlines()[1:]]
     best = min(rows, key=lambda row: float(row[2]))
-    assert r.stdout.splitlines()[2:] == [f'| {out} | {float(best[2]):.4f} | {best[0]} | {float(rows[-1][2]):.4f} | 300 |',
-                                         f'wrote {tmp_path / "m.png"}']
+    table = r.stdout.splitlines()[2:] # the run's best and last val loss
+    assert table == [f'| {out} | {float(best[2]):.4f} | {best[0]} | {float(rows[-1][2]):.4f} | 300 |',
+                     f'wrote {tmp_path / "m.png"}']
     missing = tmp_path / 'no such folder' / 'l.png'
     r = run_here(os.path.join('scripts', 'plot_losses.py'), str(out / 'log.csv'), f'--out={missing}')
     assert r.returncode == 1 and r.stderr == f'error: cannot write {missing}: No such file or directory\n'

@@ -527,16 +527,23 @@ def duration(seconds):
 
 class StopRequest:
     """The first Ctrl-C asks the loop to save and stop after the current step; a second one quits.
-    SIGTERM (kill, timeout, a cluster's scheduler ending a job) does the same."""
+    SIGTERM (kill, timeout, a cluster's scheduler ending a job) and SIGHUP (the terminal closed, or
+    the ssh connection to it dropped) do the same."""
 
     def __init__(self):
         self.requested = False
-        self.exit_code = 130 # as a shell reports a process that Ctrl-C stopped; 143 for SIGTERM
+        self.exit_code = 130 # as a shell reports a process that Ctrl-C stopped: 128 + the signal
+        self.terminal = [] # stdout and stderr where they are the terminal
 
     def __call__(self, signum, frame):
         self.requested = True
         self.exit_code = 128 + signum
-        name = 'Ctrl-C' if signum == signal.SIGINT else 'SIGTERM'
+        if signum == getattr(signal, 'SIGHUP', None): # the terminal is gone, and a print to it would
+            null = os.open(os.devnull, os.O_WRONLY)    # fail: from now on they go nowhere instead
+            for fd in self.terminal:
+                os.dup2(null, fd)
+            os.close(null)
+        name = 'Ctrl-C' if signum == signal.SIGINT else signal.Signals(signum).name
         # straight to the file descriptor: a print here could land inside a print of the loop's,
         # which Python's buffered stdout refuses ("reentrant call")
         message = f"\n{name}: saving a checkpoint after this step ({name} again quits without saving)\n"
@@ -549,9 +556,12 @@ class StopRequest:
         signal.signal(signum, signal.default_int_handler)
 
     def listen(self):
-        """Handle Ctrl-C and SIGTERM from now on, except one that is ignored (a background job of a
-        shell script ignores Ctrl-C): it stays ignored. Returns what puts the old handlers back."""
-        before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        """Handle Ctrl-C, SIGTERM and SIGHUP (not on Windows) from now on, except one that is
+        ignored (a background job of a shell script ignores Ctrl-C, nohup SIGHUP): it stays
+        ignored. Returns what puts the old handlers back."""
+        self.terminal = [fd for fd in (1, 2) if os.isatty(fd)]
+        signals = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, 'SIGHUP') else [])
+        before = {s: signal.getsignal(s) for s in signals}
         for s, handler in before.items():
             if handler is not signal.SIG_IGN:
                 signal.signal(s, self)

@@ -15,17 +15,20 @@ INPUT = os.path.join(ROOT, 'input.txt')
 
 import gpt  # noqa: E402
 
+# what gpt.py handles while it trains (Ctrl-C, kill, a terminal that closes)
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, 'SIGHUP') else [])
+
 
 def run_here(script, *args, cwd=None, stdout=None):
     """Run a script as `python script args` would, but inside this process: no new interpreter
     and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
     exits, and for short training runs. What the run changes in gpt's settings, torch's random
-    numbers and the handlers of Ctrl-C and SIGTERM (of a run that stopped inside its loop) is put
-    back afterwards.
+    numbers and the handlers of Ctrl-C, SIGTERM and SIGHUP (of a run that stopped inside its loop)
+    is put back afterwards.
     stdout: a file to print into instead of a string."""
     path = os.path.join(ROOT, script)
     settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()
-    rng, handlers = torch.get_rng_state(), {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    rng, handlers = torch.get_rng_state(), {s: signal.getsignal(s) for s in STOP_SIGNALS}
     out, err, code = stdout or io.StringIO(), io.StringIO(), 0
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path)) # as python does: the script's folder comes first

@@ -2,11 +2,13 @@
 import os
 import re
 import runpy
+import select
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -212,6 +214,29 @@ def test_resume_from_a_checkpoint_with_only_a_model_says_so(uninterrupted, tmp_p
     one_line_error(r, f'cannot resume from {tmp_path / "ckpt.pt"}: it has no optimizer, step, '
                       'best_val_loss, elapsed, rng_cpu, only a model to sample from')
     assert run_here('scripts/sample.py', f'--ckpt={tmp_path / "ckpt.pt"}', '--max_new_tokens=5').returncode == 0
+
+
+@pytest.mark.skipif(not hasattr(signal, 'SIGHUP'), reason='Windows has no SIGHUP')
+def test_a_terminal_that_closes_saves_and_stops_the_run(tmp_path):
+    """The terminal the run prints to closes, or the ssh connection to it drops: SIGHUP. The run
+    saves and stops as after Ctrl-C, its prints from then on going nowhere, not failing."""
+    pty = pytest.importorskip('pty')
+    pid, terminal = pty.fork()
+    if pid == 0: # the child, on a terminal of its own
+        try:
+            os.execv(sys.executable, [sys.executable, os.path.join(ROOT, 'gpt.py'), *TINY,
+                                      '--max_iters=100000', f'--out_dir={tmp_path}'])
+        finally:
+            os._exit(127)
+    printed, deadline = b'', time.time() + 60
+    while b'step 50:' not in printed and time.time() < deadline:
+        if select.select([terminal], [], [], 1)[0]:
+            printed += os.read(terminal, 4096)
+    os.close(terminal) # the terminal closes: the run gets SIGHUP
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGHUP, printed.decode() # not killed by it
+    saved = torch.load(tmp_path / 'ckpt.pt', weights_only=True)
+    assert saved['step'] >= 50 and {'optimizer', 'rng_cpu'} <= saved.keys()
 
 
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])

@@ -216,25 +216,28 @@ def test_resume_from_a_checkpoint_with_only_a_model_says_so(uninterrupted, tmp_p
     assert run_here('scripts/sample.py', f'--ckpt={tmp_path / "ckpt.pt"}', '--max_new_tokens=5').returncode == 0
 
 
+# a session of its own with the terminal argv[1] as its controlling one, as a login shell has, then
+# the command after it (without a fork in this process, which may hold threads)
+ON_A_TERMINAL = ("import fcntl, os, sys, termios; os.setsid(); fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY); "
+                 "fcntl.ioctl(fd, termios.TIOCSCTTY, 0); [os.dup2(fd, k) for k in (0, 1, 2)]; "
+                 "os.execv(sys.argv[2], sys.argv[2:])")
+
+
 @pytest.mark.skipif(not hasattr(signal, 'SIGHUP'), reason='Windows has no SIGHUP')
 def test_a_terminal_that_closes_saves_and_stops_the_run(tmp_path):
     """The terminal the run prints to closes, or the ssh connection to it drops: SIGHUP. The run
     saves and stops as after Ctrl-C, its prints from then on going nowhere, not failing."""
     pty = pytest.importorskip('pty')
-    pid, terminal = pty.fork()
-    if pid == 0: # the child, on a terminal of its own
-        try:
-            os.execv(sys.executable, [sys.executable, os.path.join(ROOT, 'gpt.py'), *TINY,
-                                      '--max_iters=100000', f'--out_dir={tmp_path}'])
-        finally:
-            os._exit(127)
+    terminal, its_end = pty.openpty()
+    p = subprocess.Popen([sys.executable, '-c', ON_A_TERMINAL, os.ttyname(its_end), sys.executable,
+                          os.path.join(ROOT, 'gpt.py'), *TINY, '--max_iters=100000', f'--out_dir={tmp_path}'])
     printed, deadline = b'', time.time() + 60
     while b'step 50:' not in printed and time.time() < deadline:
         if select.select([terminal], [], [], 1)[0]:
             printed += os.read(terminal, 4096)
     os.close(terminal) # the terminal closes: the run gets SIGHUP
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGHUP, printed.decode() # not killed by it
+    os.close(its_end)
+    assert p.wait(timeout=60) == 128 + signal.SIGHUP, printed.decode() # not killed by it: -1
     saved = torch.load(tmp_path / 'ckpt.pt', weights_only=True)
     assert saved['step'] >= 50 and {'optimizer', 'rng_cpu'} <= saved.keys()
 

@@ -218,9 +218,9 @@ def test_resume_from_a_checkpoint_with_only_a_model_says_so(uninterrupted, tmp_p
 
 # a session of its own with the terminal argv[1] as its controlling one, as a login shell has, then
 # the command after it (without a fork in this process, which may hold threads)
-ON_A_TERMINAL = ("import fcntl, os, sys, termios; os.setsid(); fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY); "
-                 "fcntl.ioctl(fd, termios.TIOCSCTTY, 0); [os.dup2(fd, k) for k in (0, 1, 2)]; "
-                 "os.execv(sys.argv[2], sys.argv[2:])")
+ON_A_TERMINAL = ("import fcntl, os, sys, termios; os.setsid(); "
+                 "fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY); fcntl.ioctl(fd, termios.TIOCSCTTY, 0); "
+                 "[os.dup2(fd, k) for k in (0, 1, 2)]; os.execv(sys.argv[2], sys.argv[2:])")
 
 
 @pytest.mark.skipif(not hasattr(signal, 'SIGHUP'), reason='Windows has no SIGHUP')
@@ -502,7 +502,8 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     (tmp_path / 'cut.pt').write_bytes((out / 'best.pt').read_bytes()[:5000]) # a copy cut short
     one_line_error(sample(f'--ckpt={tmp_path / "cut.pt"}'), 'not a readable checkpoint of gpt.py (damaged, cut short')
     torch.save({'step': 300}, tmp_path / 'other.pt')
-    one_line_error(sample(f'--ckpt={tmp_path / "other.pt"}'), 'does not hold the model, its config and its vocabulary')
+    one_line_error(sample(f'--ckpt={tmp_path / "other.pt"}'),
+                   'does not hold the model, its config and its vocabulary')
     checkpoint = torch.load(out / 'best.pt', weights_only=True)
     del checkpoint['config']['n_embd']
     torch.save(checkpoint, tmp_path / 'old.pt')

@@ -533,7 +533,7 @@ class StopRequest:
     def __init__(self):
         self.requested = False
         self.exit_code = 130 # as a shell reports a process that Ctrl-C stopped: 128 + the signal
-        self.terminal = [] # stdout and stderr where they are the terminal
+        self.terminal = [] # stdout and stderr where they are the terminal: known while it is open
 
     def __call__(self, signum, frame):
         self.requested = True
@@ -664,7 +664,7 @@ def main():
                         evaluated)
 
     def stop_here(step, evaluated=True):
-        """The first Ctrl-C or SIGTERM: save a checkpoint to resume from at this step, and exit."""
+        """The first Ctrl-C, SIGTERM or SIGHUP: save a checkpoint to resume from at this step, and exit."""
         if not out_dir:
             print(f"stopped at step {step}; nothing saved (out_dir is empty)")
             sys.exit(stop.exit_code)

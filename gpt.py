@@ -553,7 +553,11 @@ class StopRequest:
             sys.stderr.write(message)
         # the second one raises KeyboardInterrupt at once: a save under way is discarded, not left
         # half-written
-        signal.signal(signum, signal.default_int_handler)
+        signal.signal(signum, self.quit)
+
+    @staticmethod
+    def quit(signum, frame):
+        raise Quit(128 + signum)
 
     def listen(self):
         """Handle Ctrl-C, SIGTERM and SIGHUP (not on Windows) from now on, except one that is
@@ -571,6 +575,14 @@ class StopRequest:
                 if handler is not None: # None: a handler from outside Python, which stays
                     signal.signal(s, handler)
         return stop_listening
+
+
+class Quit(KeyboardInterrupt):
+    """A second Ctrl-C, SIGTERM or SIGHUP: quit at once, with that signal's exit code."""
+
+    def __init__(self, exit_code):
+        super().__init__()
+        self.exit_code = exit_code
 
 
 class EvaluationStopped(Exception):
@@ -1034,15 +1046,18 @@ def memory_error(e):
     return f"{int(asked.group(1)) / 1e9:.1f} GB asked for" if asked else str(e).splitlines()[0][:80]
 
 
-def run_main(main, *args, shrink=None):
-    """Run a script's main(*args): Ctrl-C exits with 130, a reader that stops reading (| head)
-    ends it with 1, and a full disk, or running out of memory, is a one-line error (the latter
-    names the options to shrink, if the script has any), none with a traceback."""
+def run_main(main, *args, shrink=None, advice=None, interrupted=None):
+    """Run a script's main(*args): Ctrl-C exits with 130 (printing interrupted, if given), a reader
+    that stops reading (| head) ends it with 1, and a full disk, or running out of memory, is a
+    one-line error, none with a traceback. Out of memory names the options to shrink, if the script
+    has any: shrink, or the whole line advice(what) writes."""
     try:
         main(*args)
         sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except KeyboardInterrupt:
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        if interrupted:
+            print(interrupted, file=sys.stderr)
+        sys.exit(getattr(e, 'exit_code', 130)) # Quit's: the signal's own
     except BrokenPipeError:
         exit_on_broken_pipe()
     except OSError as e: # e.g. the disk filled up under the output (python script.py > file)
@@ -1051,9 +1066,19 @@ def run_main(main, *args, shrink=None):
         what = memory_error(e)
         if what is None:
             raise
-        fail(f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
+        fail(advice(what) if advice
+             else f"out of memory ({what})" + (f"; try a smaller {shrink}" if shrink else ''))
     except MemoryError: # Python's own objects filled the machine's memory (PyTorch's raise the above)
-        fail(memory_full())
+        fail(memory_full(input_file))
+
+
+def memory_advice(what):
+    """gpt.py's line for a device out of memory: what to change, the cheapest first."""
+    parts = next((n for n in range(grad_accum + 1, batch_size + 1) if batch_size % n == 0), None)
+    return (f"{device} ran out of memory ({what}); try "
+            + (f"--grad_accum={parts} (the same batches in {parts} parts), or " if parts else '')
+            + f"a smaller --batch_size (now {batch_size}) or --block_size (now {block_size}), or a "
+            f"smaller model (--n_layer={n_layer}, --n_embd={n_embd})")
 
 
 def memory_full(text_file=''):
@@ -1166,24 +1191,4 @@ def link_atomically(src, path):
 
 
 if __name__ == '__main__':
-    try:
-        main()
-        sys.stdout.flush() # here, so that a closed pipe is caught below rather than at exit
-    except KeyboardInterrupt:
-        print("\ninterrupted; nothing saved since the last checkpoint", file=sys.stderr)
-        sys.exit(130)
-    except BrokenPipeError:
-        exit_on_broken_pipe()
-    except OSError as e: # e.g. the disk filled up under the log, or under the output (> file)
-        fail(os_error(e))
-    except RuntimeError as e:
-        what = memory_error(e)
-        if what is None:
-            raise
-        parts = next((n for n in range(grad_accum + 1, batch_size + 1) if batch_size % n == 0), None)
-        fail(f"{device} ran out of memory ({what}); try "
-             + (f"--grad_accum={parts} (the same batches in {parts} parts), or " if parts else '')
-             + f"a smaller --batch_size (now {batch_size}) or --block_size (now {block_size}), or a "
-             f"smaller model (--n_layer={n_layer}, --n_embd={n_embd})")
-    except MemoryError: # Python's own objects filled the machine's memory: a text too long to encode
-        fail(memory_full(input_file))
+    run_main(main, advice=memory_advice, interrupted="\ninterrupted; nothing saved since the last checkpoint")

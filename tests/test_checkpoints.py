@@ -107,6 +107,24 @@ def test_ctrl_c_during_an_evaluation_stops_it_and_resume_does_it_again(uninterru
         torch.load(full_dir / 'best.pt', weights_only=True)['best_val_loss']
 
 
+def test_a_second_sigterm_quits_at_once_without_saving(tmp_path, monkeypatch):
+    cross_entropy, train_batches = F.cross_entropy, []
+    def sigterm_twice_in_step_20(*args, **kwargs):
+        if torch.is_grad_enabled():
+            train_batches.append(1)
+            if len(train_batches) == 20:
+                signal.raise_signal(signal.SIGTERM) # save after this step...
+                signal.raise_signal(signal.SIGTERM) # ...no: quit now
+        return cross_entropy(*args, **kwargs)
+    monkeypatch.setattr(F, 'cross_entropy', sigterm_twice_in_step_20)
+    r = run_here('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
+    assert r.returncode == 143, r.stderr # the signal's own code, as after the first one
+    assert r.stderr.endswith('SIGTERM again quits without saving)\n\ninterrupted; nothing saved since the '
+                             'last checkpoint\n'), r.stderr
+    assert 'stopped at step' not in r.stdout and len(train_batches) == 20
+    assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['step'] == 0 # step 0's, untouched
+
+
 def test_ctrl_c_during_the_last_evaluation_leaves_it_to_do(tmp_path, monkeypatch):
     cross_entropy, eval_batches = F.cross_entropy, []
     def ctrl_c_in_the_last_evaluation(*args, **kwargs):
@@ -251,8 +269,9 @@ def test_the_first_signal_asks_to_stop_and_the_second_interrupts(signum, capsys)
     try:
         os.kill(os.getpid(), signum)
         assert stop.requested and stop.exit_code == 128 + signum
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt) as quit:
             os.kill(os.getpid(), signum)
+        assert quit.value.exit_code == 128 + signum # as the first one's: 130, 143
     finally:
         stop_listening()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler # as conftest set it

@@ -43,12 +43,14 @@ def main(argv):
     p.add_argument('--title', default=None,
                    help="the plot's title (default: the log's path; for several, which line is which)")
     args = p.parse_args(argv)
-    runs = {} # name, as given: a log, or a run's folder (as sample.py --ckpt takes one) -> its rows
-    for name in args.logs:
-        log = os.path.join(name, 'log.csv') if os.path.isdir(name) else name
+    logs = {name: os.path.join(name, 'log.csv') if os.path.isdir(name) else name # a run's folder: its log
+            for name in args.logs}
+    runs = {} # name, as given -> the rows of its log
+    for name, log in logs.items():
         runs[name] = read_log(log)
         if not runs[name]:
             sys.exit(f"error: {log} has no evaluations yet")
+    first = logs[args.logs[0]]
     try:
         import matplotlib
         matplotlib.use('Agg') # no screen needed
@@ -70,11 +72,11 @@ def main(argv):
             ax.plot(steps, train, color=line.get_color(), linestyle='--', alpha=0.6)
     ax.set_xlabel('step')
     ax.set_ylabel('loss (cross-entropy per character, nats)')
-    ax.set_title(args.title or (log if len(runs) == 1 else 'val loss (solid) and train loss (dashed)'))
+    ax.set_title(args.title or (first if len(runs) == 1 else 'val loss (solid) and train loss (dashed)'))
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    out = args.out or (os.path.join(os.path.dirname(log), 'loss.png') if len(runs) == 1 else 'losses.png')
+    out = args.out or (os.path.join(os.path.dirname(first), 'loss.png') if len(runs) == 1 else 'losses.png')
     tmp = os.path.join(os.path.dirname(os.path.abspath(out)), f'.tmp-{os.getpid()}-' + os.path.basename(out))
     try: # into a temporary file, then renamed: an earlier plot is never left half-written
         fig.savefig(tmp, dpi=120, format='png')

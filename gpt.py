@@ -428,7 +428,7 @@ def checkpoint_of_state_dict(state_dict, path):
     if vocab_size != len(DATA_CHARS):
         fail(f"{path} holds a state_dict of a model of {vocab_size} characters, not Tiny Shakespeare's "
              f"{len(DATA_CHARS)}: only gpt.py's own checkpoints keep the characters of another text")
-    layers = {m.group(1) for m in map(re.compile(r'blocks\.(\d+)\.sa\.').match, weights) if m}
+    layers = {m.group(1) for m in map(re.compile(r'blocks\.(\d+)\.').match, weights) if m}
     heads = {m.group(1) for m in map(re.compile(r'blocks\.0\.sa\.heads\.(\d+)\.').match, weights) if m}
     config = dict(n_embd=width, n_head=len(heads) or 1, n_layer=len(layers),
                   block_size=weights['position_embedding_table.weight'].shape[0])

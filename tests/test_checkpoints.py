@@ -500,6 +500,13 @@ def test_a_bare_state_dict_of_the_lectures_model_samples_as_its_checkpoint_does(
     torch.save(lecture_layout(30, 16, 2, 1, 16).state_dict(), tmp_path / 'other_text.pt')
     one_line_error(sample(f'--ckpt={tmp_path / "other_text.pt"}'), 'of a model of 30 characters, not Tiny '
                    "Shakespeare's 65: only gpt.py's own checkpoints keep the characters of another text")
+    renamed = {k.replace('.sa.', '.attn.'): v for k, v in weights.items()} # a name not the lecture's
+    torch.save(renamed, tmp_path / 'renamed.pt')
+    r = sample(f'--ckpt={tmp_path / "renamed.pt"}')
+    note, error = r.stderr.splitlines()
+    assert r.returncode == 1 and 'n_layer=1 ' in note, r.stderr # its blocks still counted
+    assert error.startswith(f'error: {tmp_path / "renamed.pt"} does not fit GPTLanguageModel as this code '
+                            'builds it: Missing key(s) in state_dict: "blocks.0.sa.'), error
     torch.save(torch.nn.Linear(2, 2).state_dict(), tmp_path / 'linear.pt')
     one_line_error(sample(f'--ckpt={tmp_path / "linear.pt"}'), 'holds a state_dict, but not one of '
                    'GPTLanguageModel: it has no token_embedding_table.weight')

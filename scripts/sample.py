@@ -19,11 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpt  # noqa: E402
 
 
-def positive(kind):
+def positive(kind, hint=''):
     def parse(text):
         value = kind(text)
         if not 0 < value < float('inf'):
-            raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
+            raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}{hint}")
         return value
     parse.__name__ = kind.__name__
     return parse
@@ -53,7 +53,8 @@ def parse_args(argv):
                       "as in the lecture)")
     p.add_argument('--max_new_tokens', type=int, default=500,
                    help='characters to generate per sample (default: %(default)s)')
-    p.add_argument('--temperature', type=positive(float), default=1.0,
+    greedy = ' (--top_k=1 takes the likeliest character every time)'
+    p.add_argument('--temperature', type=positive(float, greedy), default=1.0,
                    help="< 1 is more conservative, > 1 wilder (default: 1.0, the model's own odds)")
     p.add_argument('--top_k', type=positive(int), default=None,
                    help='sample only among the k likeliest characters (default: all of them)')
@@ -72,7 +73,8 @@ def parse_args(argv):
     if not args.progress_seconds >= 0:
         p.error(f"--progress_seconds must be >= 0, got {args.progress_seconds}")
     if args.temperature < torch.finfo(torch.float32).tiny: # the float32 logits would divide by 0
-        p.error(f"--temperature must be at least {torch.finfo(torch.float32).tiny:.1e}, got {args.temperature}")
+        p.error(f"--temperature must be at least {torch.finfo(torch.float32).tiny:.1e}, "
+                f"got {args.temperature}{greedy}")
     if args.seed not in gpt.SEEDS:
         p.error(f"--seed must be from -2**63 to 2**64 - 1, got {args.seed}")
     check_model_options(p, args)

@@ -437,6 +437,7 @@ def test_a_tiny_temperature_picks_the_likeliest_character(tiny):
     logits, _ = model(greedy[:, :-1])
     assert torch.equal(logits.argmax(-1), greedy[:, 1:]) # each character the likeliest after the ones before
     assert torch.equal(model.generate(idx, 10, temperature=1e-40), greedy) # below float32's smallest normal
+    assert torch.equal(model.generate(idx, 10, top_k=1), greedy) # what sample.py's --temperature=0 error offers
 
 
 def test_sample_to_a_file_and_from_a_prompt_file(uninterrupted, tmp_path):
@@ -543,7 +544,9 @@ def test_sample_errors_are_one_line(uninterrupted, tmp_path):
     (tmp_path / 'windows.txt').write_bytes(b'ROMEO:\r\nJULIET:\r\n') # '\r' is not in the vocabulary
     r = sample(ckpt, f'--prompt=@{tmp_path / "windows.txt"}', '--max_new_tokens=3')
     assert r.returncode == 0 and r.stdout.startswith('ROMEO:\nJULIET:\n'), r.stderr
-    one_line_error(sample(ckpt, '--temperature=0'), '--temperature')
+    one_line_error(sample(ckpt, '--temperature=0'), # greedy decoding, as a learner may mean by 0
+                   '--temperature: must be a number > 0, got 0 (--top_k=1 takes the likeliest character '
+                   'every time)')
     nowhere = tmp_path / 'no' / 's.txt' # said before sampling, not after
     one_line_error(sample(ckpt, f'--out={nowhere}'), f'--out {nowhere}: no such folder')
     one_line_error(sample(ckpt, f'--out={tmp_path}'), f'--out {tmp_path}: it is a folder; give the name of a file')

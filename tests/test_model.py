@@ -37,10 +37,21 @@ def test_changing_a_later_token_leaves_earlier_logits_unchanged(tiny, monkeypatc
         assert not torch.allclose(a[:, t + 1], b[:, t + 1])
 
 
-def test_parameter_count_is_the_lectures():
-    # 10,788,929: the lecture's scaled config with its 65-character vocabulary
+def test_parameter_count_is_the_lectures(monkeypatch):
+    # 10,788,929: the lecture's scaled config with its 65-character vocabulary; the README's table
+    count = lambda module: sum(p.numel() for p in module.parameters())
     model = gpt.GPTLanguageModel(65)
-    assert sum(p.numel() for p in model.parameters()) == 10_788_929
+    assert count(model) == 10_788_929
+    assert {name: count(m) for name, m in model.named_children()} == dict(
+        token_embedding_table=65 * 384, position_embedding_table=256 * 384, blocks=6 * 1_773_312,
+        ln_f=2 * 384, lm_head=384 * 65 + 65)
+    block = model.blocks[0]
+    assert count(block.sa.heads) == 3 * 384 * 384 # key, query and value of 6 heads of 64, no bias
+    assert count(block.sa.proj) == 384 * 384 + 384
+    assert count(block.ffwd) == 2 * 384 * 1536 + 1536 + 384
+    assert count(block.ln1) + count(block.ln2) == 2 * (384 + 384)
+    monkeypatch.setattr(gpt, 'n_head', 1) # one head of 384: the same weights, differently cut
+    assert count(gpt.GPTLanguageModel(65)) == 10_788_929
 
 
 @pytest.mark.parametrize('n_embd', [96, 384])

@@ -29,19 +29,21 @@ def positive(kind, hint=''):
     return parse
 
 
-def add_model_options(p, prompt_default, prompt_help):
-    """--ckpt and --prompt, as this script and attention_map.py take them."""
+def add_model_options(p, prompt_default=None, prompt_help=None):
+    """--ckpt, and --prompt where prompt_help is given, as this script, attention_map.py and
+    evaluate.py take them."""
     p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
                    help="checkpoint, or an out_dir to take its best.pt, or a state_dict of the lecture's "
                    "model of Tiny Shakespeare (default: %(default)s)")
-    p.add_argument('--prompt', default=prompt_default, help=prompt_help)
+    if prompt_help:
+        p.add_argument('--prompt', default=prompt_default, help=prompt_help)
 
 
 def check_model_options(p, args):
     """--ckpt and --prompt checked, with their errors through p; a run's folder means its best.pt."""
     if not args.ckpt:
         p.error("--ckpt is empty: give a checkpoint, or a run's folder for its best.pt")
-    if args.prompt == '@':
+    if getattr(args, 'prompt', None) == '@':
         p.error("--prompt=@ needs the name of a file after the @")
     if os.path.isdir(args.ckpt): # --ckpt=out: the run's best model
         args.ckpt = os.path.join(args.ckpt, 'best.pt')

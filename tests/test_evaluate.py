@@ -1,0 +1,113 @@
+"""scripts/evaluate.py: every character of a split counted once, as the loss gpt.py prints."""
+import gzip
+import math
+import os
+import random
+import re
+import sys
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import gpt
+from conftest import ROOT, run_here
+
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import evaluate  # noqa: E402
+
+SCRIPT = os.path.join('scripts', 'evaluate.py')
+
+
+@pytest.mark.parametrize('n, block_size, stride', [(101, 8, 8), (101, 8, 4), (100, 8, 3), (20, 8, 1),
+                                                   (9, 8, 4)]) # 9: one window, all of it
+def test_windows_score_every_target_once(n, block_size, stride):
+    scored = []
+    for start, m in evaluate.windows(n, block_size, stride):
+        assert start + block_size + 1 <= n and 1 <= m <= block_size
+        scored += range(start + block_size - m + 1, start + block_size + 1) # the window's last m targets
+    assert scored == list(range(1, n)) # each of data[1:], once, in order
+
+
+class Bigram(nn.Module):
+    """Logits from the last character alone: its loss over a text needs no windows to compute."""
+
+    def __init__(self, vocab_size):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, vocab_size)
+
+    def forward(self, idx):
+        return self.table(idx), None
+
+
+@pytest.mark.parametrize('stride', [8, 4, 3, 1])
+def test_every_character_counts_once_in_the_loss(stride):
+    torch.manual_seed(0)
+    model, data = Bigram(7), torch.randint(7, (101,))
+    expected = F.cross_entropy(model.table(data[:-1]), data[1:]).item()
+    assert evaluate.exact_loss(model, data, 8, stride, batch_size=3) == pytest.approx(expected, rel=1e-6)
+
+
+def test_windows_side_by_side_are_batches_as_gpt_py_draws_them(tiny):
+    """Each character after the 1 to block_size before it in its window: gpt.py's loss, over
+    windows that tile the text instead of random ones."""
+    torch.manual_seed(0)
+    model, data = gpt.GPTLanguageModel(65).eval(), torch.randint(65, (5 * 16 + 1,))
+    x, y = data[:-1].view(5, 16), data[1:].view(5, 16)
+    _, loss = model(x, y)
+    assert evaluate.exact_loss(model, data, 16, 16, batch_size=2) == pytest.approx(loss.item(), rel=1e-5)
+    # overlapping by half a block: the same characters, with more before them; not the same loss
+    assert evaluate.exact_loss(model, data, 16, 8) != pytest.approx(loss.item(), rel=1e-5)
+
+
+@pytest.fixture
+def run_of_my_own(tiny, tmp_path, monkeypatch):
+    """A folder with a best.pt of an untrained model of TINY's shape, trained on a text of its own."""
+    random.seed(0)
+    text = ''.join(random.choice('abcde fgh\n') for _ in range(3000))
+    (tmp_path / 'my.txt').write_text(text)
+    monkeypatch.setattr(gpt, 'input_file', str(tmp_path / 'my.txt')) # as gpt.py --input_file saves it
+    chars = sorted(set(text))
+    torch.manual_seed(0)
+    model = gpt.GPTLanguageModel(len(chars))
+    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, gpt.make_optimizer(model), 0, chars, 9.9, 0.0)
+    return tmp_path, model.eval(), text, chars
+
+
+def table(stdout):
+    return {name: float(loss) for name, loss in re.findall(r'^\| ([^|]+) \| ([\d.]+) \|', stdout, re.M)}
+
+
+def test_the_script_prints_the_models_loss_beside_the_compressors(run_of_my_own):
+    folder, model, text, chars = run_of_my_own
+    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f'{folder / "best.pt"}: 0.03M parameters, block_size 16, on every character '
+                               'of the val split (300)\n')
+    encode, _ = gpt.make_codec(chars)
+    val = torch.tensor(encode(gpt.split_data(text)[1]))
+    rows = table(r.stdout)
+    assert rows['the model, after 1 to 16 characters (as gpt.py counts)'] == \
+        round(evaluate.exact_loss(model, val, 16, 16), 4)
+    assert rows['the model, after 9 to 16 characters'] == round(evaluate.exact_loss(model, val, 16, 8), 4)
+    assert rows['a uniform guess over its 10 characters'] == round(math.log(10), 4)
+    assert [name.split(',')[0] for name in rows if ', ' in name and 'model' not in name] == \
+        ['gzip -9', 'bzip2 -9', 'xz -9'] * 2 # the split alone, then after the train split
+    gzipped = len(gzip.compress(gpt.split_data(text)[1].encode(), 9)) # bytes, for 300 characters
+    assert rows['gzip -9, the split alone'] == round(gzipped * 8 / 300 * math.log(2), 4) # in nats
+    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--split=train')
+    assert r.returncode == 0 and 'of the train split (2,700)' in r.stdout, r.stderr
+    assert len(table(r.stdout)) == 2 + 1 + 3 # no rows "after the train split"
+
+
+def test_a_text_that_is_not_the_models_is_one_line(run_of_my_own, tmp_path):
+    folder, *_ = run_of_my_own
+    (tmp_path / 'other.txt').write_text('xyz ' * 500)
+    for args, words in [
+            ([f'--input_file={tmp_path / "other.txt"}'], "has characters the model never saw: 'xyz'"),
+            ([f'--input_file={tmp_path / "gone.txt"}'], 'the text the model was trained on, is not there: '
+             'give its path with --input_file')]:
+        r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', *args)
+        assert r.returncode == 1 and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
+        assert words in r.stderr

@@ -9,9 +9,9 @@ prints), bits per character and perplexity, beside what gzip, bzip2 and xz make 
 
 It goes over the text twice: in windows of block_size side by side, each character predicted from
 the 1 to block_size characters before it in its window, as in gpt.py's batches (the loss they
-estimate, without their noise); then in windows that overlap by half, each character predicted
-from at least half a block before it, as a compressor would use the model: with as much as it can
-see of what came before.
+estimate, without their noise); then in windows that overlap by half, each character (but those
+of the first window) predicted from at least half a block before it, as a compressor would use the
+model: with as much as it can see of what came before.
 """
 import bz2
 import gzip

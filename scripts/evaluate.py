@@ -106,11 +106,8 @@ def main(argv):
         gpt.fail(f"{input_file}, the text the model was trained on, is not there: give its path "
                  "with --input_file")
     text = gpt.read_text(input_file or gpt.INPUT_PATH, url=None if input_file else gpt.DATA_URL)
-    unknown = sorted(set(text) - set(chars))
-    if unknown:
-        gpt.fail(f"{input_file or gpt.INPUT_PATH} has characters the model never saw: "
-                 f"{''.join(unknown)[:40]!r} ({len(unknown)} of them): is it the text the model was "
-                 "trained on? (--input_file)")
+    sample.check_vocabulary(text, chars, what=input_file or gpt.INPUT_PATH,
+                            hint=': is it the text the model was trained on? (--input_file)')
     encode, _ = gpt.make_codec(chars)
     train, val = gpt.split_data(text)
     split = val if args.split == 'val' else train

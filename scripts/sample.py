@@ -97,11 +97,11 @@ def read_prompt(prompt):
         gpt.fail(f"cannot read the prompt file {path}: {gpt.why_unreadable(e)}")
 
 
-def check_vocabulary(prompt, chars, hint=''):
-    """A one-line error if the prompt has characters that the model never saw."""
-    unknown = sorted(set(prompt) - set(chars))
+def check_vocabulary(text, chars, hint='', what='the prompt'):
+    """A one-line error if text (what it is: the prompt) has characters that the model never saw."""
+    unknown = sorted(set(text) - set(chars))
     if unknown:
-        gpt.fail(f"the prompt has characters the model never saw: {''.join(unknown)!r} "
+        gpt.fail(f"{what} has characters the model never saw: {''.join(unknown)!r} "
                  f"({len(unknown)} of them); its vocabulary is {''.join(chars)!r}{hint}")
 
 

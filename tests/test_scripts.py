@@ -373,7 +373,7 @@ def press_ctrl_c(script, *args, after):
 @needs_input
 def test_ctrl_c_stops_progression_and_its_workers_without_a_traceback():
     p, lines, _, err = press_ctrl_c('progression.py', '--stages', '5,6', '--device', 'cpu', '--jobs', '2',
-                                    after=lambda lines: len(lines) == 2)
+                                    '--eval_iters=1', after=lambda lines: len(lines) == 2)
     assert lines[0].startswith('training stages 5, 6')
     assert lines[1].startswith('stage ') # a worker was training
     assert p.returncode == 130 and err == '', err
@@ -688,3 +688,22 @@ def test_the_video_map_points_at_code_that_exists():
             assert f'def {name}(' in claims, name
         for path in re.findall(r'`(scripts/\w+\.py)`', here):
             assert os.path.exists(os.path.join(ROOT, path)), path
+
+
+def test_the_readmes_links_lead_somewhere():
+    """Every [text](#anchor) in the README names one of its headings, as GitHub spells their
+    anchors, and every link to a file of this repository names a file that exists."""
+    with open(os.path.join(ROOT, 'README.md')) as f:
+        text = f.read()
+    headings = re.findall(r'^#+ (.+)$', text, re.M)
+    anchors = {re.sub(r'[^\w\- ]', '', h.lower()).replace(' ', '-') for h in headings}
+    assert {'no-gpu', 'on-a-gpu', 'the-lecture-stage-by-stage'} <= anchors
+    links = re.findall(r'\]\(([^)\s]+)\)', text)
+    inside = [link for link in links if not link.startswith(('http://', 'https://'))]
+    assert len(inside) >= 20
+    for link in inside:
+        path, _, anchor = link.partition('#')
+        if path:
+            assert os.path.exists(os.path.join(ROOT, path)), link
+        else:
+            assert anchor in anchors, link

@@ -11,8 +11,10 @@ Any hyperparameter below can be set as --key=value. Importing this file does not
 """
 import argparse
 import ast
+import errno
 import gc
 import hashlib
+import io
 import math
 import os
 import re
@@ -539,10 +541,7 @@ class StopRequest:
         self.requested = True
         self.exit_code = 128 + signum
         if signum == getattr(signal, 'SIGHUP', None): # the terminal is gone, and a print to it would
-            null = os.open(os.devnull, os.O_WRONLY)    # fail: from now on they go nowhere instead
-            for fd in self.terminal:
-                os.dup2(null, fd)
-            os.close(null)
+            to_nowhere(self.terminal)                  # fail: from now on they go nowhere instead
         name = 'Ctrl-C' if signum == signal.SIGINT else signal.Signals(signum).name
         # straight to the file descriptor: a print here could land inside a print of the loop's,
         # which Python's buffered stdout refuses ("reentrant call")
@@ -569,11 +568,16 @@ class StopRequest:
         for s, handler in before.items():
             if handler is not signal.SIG_IGN:
                 signal.signal(s, self)
+        streams = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = (TerminalWriter.wrap(stream, self.terminal) for stream in streams)
 
         def stop_listening():
             for s, handler in before.items():
                 if handler is not None: # None: a handler from outside Python, which stays
                     signal.signal(s, handler)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdout, sys.stderr = streams
         return stop_listening
 
 
@@ -1034,6 +1038,54 @@ def exit_on_broken_pipe():
     """Whoever read the output stopped reading (| head): exit without a traceback."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()) # nothing left to flush at exit
     sys.exit(1)
+
+
+def to_nowhere(fds):
+    """From now on, what is written to these file descriptors goes to os.devnull."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in fds:
+        os.dup2(null, fd)
+    os.close(null)
+
+
+class TerminalWriter(io.RawIOBase):
+    """Writes to a terminal, where a write that fails because the terminal has gone (EIO: it was
+    closed, or the ssh connection to it dropped, and SIGHUP has not arrived yet) goes nowhere, as
+    every write after SIGHUP does, instead of ending the run before it can save."""
+
+    def __init__(self, fd):
+        super().__init__()
+        self.fd = fd
+
+    @classmethod
+    def wrap(cls, stream, terminal):
+        """stream (sys.stdout or sys.stderr) written through a TerminalWriter if it writes to
+        one of the file descriptors in terminal; otherwise stream itself. Not on Windows, whose
+        terminals never hang up this way (no SIGHUP), and whose console wants its own writes."""
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError): # a notebook's, a test's: no file descriptor
+            return stream
+        if fd not in terminal or not hasattr(signal, 'SIGHUP'):
+            return stream
+        stream.flush()
+        return io.TextIOWrapper(io.BufferedWriter(cls(fd)), encoding=stream.encoding, errors=stream.errors,
+                                line_buffering=True)
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.fd
+
+    def write(self, b):
+        try:
+            return os.write(self.fd, b)
+        except OSError as e:
+            if e.errno != errno.EIO:
+                raise
+            to_nowhere([self.fd])
+            return len(b)
 
 
 def memory_error(e):

@@ -1,4 +1,5 @@
 """Checkpoints: exact resume, Ctrl-C, atomic saves, clear errors; sampling from a checkpoint."""
+import errno
 import os
 import re
 import runpy
@@ -258,6 +259,37 @@ def test_a_terminal_that_closes_saves_and_stops_the_run(tmp_path):
     assert p.wait(timeout=60) == 128 + signal.SIGHUP, printed.decode() # not killed by it: -1
     saved = torch.load(tmp_path / 'ckpt.pt', weights_only=True)
     assert saved['step'] >= 50 and {'optimizer', 'rng_cpu'} <= saved.keys()
+
+
+@pytest.mark.skipif(not hasattr(os, 'openpty'), reason='needs a pseudo-terminal')
+def test_a_print_to_a_terminal_gone_before_its_sighup_goes_nowhere():
+    """Between a terminal's closing and the SIGHUP that follows, a write to it fails (EIO): the
+    run's prints go nowhere then, as after SIGHUP, instead of ending the run before it saves."""
+    terminal, its_end = os.openpty()
+    os.close(terminal)
+    with pytest.raises(OSError) as e:
+        os.write(its_end, b'step 100: ...\n')
+    assert e.value.errno == errno.EIO
+    stdout = open(its_end, 'w', closefd=False)
+    stream = gpt.TerminalWriter.wrap(stdout, terminal=[its_end])
+    assert isinstance(stream.buffer.raw, gpt.TerminalWriter)
+    print('step 100: train loss 3.1, val loss 3.2', file=stream, flush=True)
+    os.write(its_end, b'gone') # no error: the file descriptor now leads to os.devnull
+    assert os.stat(its_end).st_rdev == os.stat(os.devnull).st_rdev
+    stream.close()
+    stdout.close()
+    os.close(its_end)
+
+
+def test_only_a_terminal_write_that_fails_with_eio_goes_nowhere():
+    with open(os.devnull, 'w') as null:
+        assert gpt.TerminalWriter.wrap(null, terminal=[]) is null # not a terminal: left as it is
+    if os.path.exists('/dev/full'): # any other error still counts: a full disk
+        with open('/dev/full', 'w') as full:
+            stream = gpt.TerminalWriter.wrap(full, terminal=[full.fileno()])
+            with pytest.raises(OSError) as e:
+                print('x', file=stream, flush=True)
+            assert e.value.errno == errno.ENOSPC
 
 
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])

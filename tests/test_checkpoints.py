@@ -267,9 +267,14 @@ def test_a_print_to_a_terminal_gone_before_its_sighup_goes_nowhere():
     run's prints go nowhere then, as after SIGHUP, instead of ending the run before it saves."""
     terminal, its_end = os.openpty()
     os.close(terminal)
-    with pytest.raises(OSError) as e:
+    try:
         os.write(its_end, b'step 100: ...\n')
-    assert e.value.errno == errno.EIO
+        failed = None
+    except OSError as e:
+        failed = e.errno
+    if failed != errno.EIO: # Linux's: another system's terminals may fail otherwise, or not at all
+        os.close(its_end)
+        pytest.skip('here a write to a terminal that has gone does not fail with EIO')
     stdout = open(its_end, 'w', closefd=False)
     stream = gpt.TerminalWriter.wrap(stdout, terminal=[its_end])
     assert isinstance(stream.buffer.raw, gpt.TerminalWriter)

@@ -235,30 +235,46 @@ def test_resume_from_a_checkpoint_with_only_a_model_says_so(uninterrupted, tmp_p
     assert run_here('scripts/sample.py', f'--ckpt={tmp_path / "ckpt.pt"}', '--max_new_tokens=5').returncode == 0
 
 
-# a session of its own with the terminal argv[1] as its controlling one, as a login shell has, then
-# the command after it (without a fork in this process, which may hold threads)
-ON_A_TERMINAL = ("import fcntl, os, sys, termios; os.setsid(); "
+# a session of its own with the terminal argv[1] as its controlling one, as a login shell has, and
+# SIGHUP as argv[2] says ('SIG_DFL', or 'SIG_IGN' as `trap '' HUP` sets it, whatever the test's own
+# was), then the command after it (without a fork in this process, which may hold threads)
+ON_A_TERMINAL = ("import fcntl, os, signal, sys, termios; os.setsid(); "
                  "fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY); fcntl.ioctl(fd, termios.TIOCSCTTY, 0); "
-                 "[os.dup2(fd, k) for k in (0, 1, 2)]; os.execv(sys.argv[2], sys.argv[2:])")
+                 "[os.dup2(fd, k) for k in (0, 1, 2)]; signal.signal(signal.SIGHUP, getattr(signal, sys.argv[2])); "
+                 "os.execv(sys.argv[3], sys.argv[3:])")
 
 
 @pytest.mark.skipif(not hasattr(signal, 'SIGHUP'), reason='Windows has no SIGHUP')
-def test_a_terminal_that_closes_saves_and_stops_the_run(tmp_path):
+@pytest.mark.parametrize('sighup', ['SIG_DFL', 'SIG_IGN'])
+def test_a_terminal_that_closes_saves_and_stops_the_run(sighup, tmp_path):
     """The terminal the run prints to closes, or the ssh connection to it drops: SIGHUP. The run
-    saves and stops as after Ctrl-C, its prints from then on going nowhere, not failing."""
+    saves and stops as after Ctrl-C, its prints from then on going nowhere, not failing. Where
+    SIGHUP is ignored, the run trains on, printing nowhere, until something else stops it."""
     pty = pytest.importorskip('pty')
     terminal, its_end = pty.openpty()
-    p = subprocess.Popen([sys.executable, '-c', ON_A_TERMINAL, os.ttyname(its_end), sys.executable,
+    p = subprocess.Popen([sys.executable, '-c', ON_A_TERMINAL, os.ttyname(its_end), sighup, sys.executable,
                           os.path.join(ROOT, 'gpt.py'), *TINY, '--max_iters=100000', f'--out_dir={tmp_path}'])
-    printed, deadline = b'', time.time() + 60
-    while b'step 50:' not in printed and time.time() < deadline:
-        if select.select([terminal], [], [], 1)[0]:
-            printed += os.read(terminal, 4096)
-    os.close(terminal) # the terminal closes: the run gets SIGHUP
-    os.close(its_end)
-    assert p.wait(timeout=60) == 128 + signal.SIGHUP, printed.decode() # not killed by it: -1
+    try:
+        printed, deadline = b'', time.time() + 60
+        while b'step 50:' not in printed and time.time() < deadline:
+            if select.select([terminal], [], [], 1)[0]:
+                printed += os.read(terminal, 4096)
+        os.close(terminal) # the terminal closes: the run gets SIGHUP
+        os.close(its_end)
+        if sighup == 'SIG_IGN':
+            time.sleep(2) # evaluations every 0.2 s or so: each prints to the terminal that has gone
+            assert p.poll() is None, printed.decode() # without TerminalWriter: exit code 1
+            p.terminate()
+        code = 128 + (signal.SIGHUP if sighup == 'SIG_DFL' else signal.SIGTERM)
+        assert p.wait(timeout=60) == code, printed.decode() # not killed by SIGHUP: -1
+    finally:
+        if p.poll() is None: # nothing of it may outlive the test
+            p.kill()
+            p.wait()
     saved = torch.load(tmp_path / 'ckpt.pt', weights_only=True)
     assert saved['step'] >= 50 and {'optimizer', 'rng_cpu'} <= saved.keys()
+    if sighup == 'SIG_IGN':
+        assert saved['step'] > 100 # it trained on after the terminal had gone
 
 
 @pytest.mark.skipif(not hasattr(os, 'openpty'), reason='needs a pseudo-terminal')

@@ -1050,8 +1050,8 @@ def to_nowhere(fds):
 
 class TerminalWriter(io.RawIOBase):
     """Writes to a terminal, where a write that fails because the terminal has gone (EIO: it was
-    closed, or the ssh connection to it dropped, and SIGHUP has not arrived yet) goes nowhere, as
-    every write after SIGHUP does, instead of ending the run before it can save."""
+    closed, or the ssh connection to it dropped) goes nowhere, as every write after SIGHUP does,
+    instead of ending the run: one that ignores SIGHUP (trap '' HUP) trains on."""
 
     def __init__(self, fd):
         super().__init__()

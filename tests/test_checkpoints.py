@@ -278,9 +278,9 @@ def test_a_terminal_that_closes_saves_and_stops_the_run(sighup, tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, 'openpty'), reason='needs a pseudo-terminal')
-def test_a_print_to_a_terminal_gone_before_its_sighup_goes_nowhere():
-    """Between a terminal's closing and the SIGHUP that follows, a write to it fails (EIO): the
-    run's prints go nowhere then, as after SIGHUP, instead of ending the run before it saves."""
+def test_a_print_to_a_terminal_that_has_gone_goes_nowhere():
+    """A write to a terminal that has gone fails (EIO): the run's prints go nowhere then, as after
+    SIGHUP, instead of ending the run."""
     terminal, its_end = os.openpty()
     os.close(terminal)
     try:

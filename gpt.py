@@ -561,7 +561,8 @@ class StopRequest:
     def listen(self):
         """Handle Ctrl-C, SIGTERM and SIGHUP (not on Windows) from now on, except one that is
         ignored (a background job of a shell script ignores Ctrl-C, nohup SIGHUP): it stays
-        ignored. Returns what puts the old handlers back."""
+        ignored. stdout and stderr, where they are the terminal, write through a TerminalWriter
+        meanwhile. Returns what puts the old handlers and streams back."""
         self.terminal = [fd for fd in (1, 2) if os.isatty(fd)]
         signals = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, 'SIGHUP') else [])
         before = {s: signal.getsignal(s) for s in signals}

@@ -5,6 +5,7 @@ from collections import OrderedDict
 import pytest
 import torch
 import torch.nn as nn
+from torch.nn import functional as F
 
 import gpt
 
@@ -113,8 +114,11 @@ def test_lecture_state_dict_loads_strictly_and_back():
     theirs.load_state_dict(ours.state_dict(), strict=True)
 
 
-def test_batched_attention_equals_the_lectures_heads(tiny):
-    """EX1: one batched computation over all heads gives the per-head result, same weights."""
+@pytest.mark.parametrize('p', [0.0, 0.2])
+def test_batched_attention_equals_the_lectures_heads(tiny, monkeypatch, p):
+    """EX1: one batched computation over all heads gives the per-head result, same weights; in
+    eval mode dropout is off in both, whatever its rate."""
+    monkeypatch.setattr(gpt, 'dropout', p)
     torch.manual_seed(0)
     lecture = tiny.MultiHeadAttention(4, 8).eval()
     batched = tiny.BatchedMultiHeadAttention(4, 8).eval()
@@ -122,6 +126,41 @@ def test_batched_attention_equals_the_lectures_heads(tiny):
     x = torch.randn(3, 16, 32)
     assert torch.allclose(lecture(x), batched(x), atol=1e-6)
     assert torch.allclose(lecture(x[:, :5]), batched(x[:, :5]), atol=1e-6)
+
+
+def test_dropout_sits_where_the_lecture_puts_it(tiny, monkeypatch):
+    """In training, dropout zeroes some attention weights after the softmax, some outputs of the
+    projection and some of the feed-forward net's. The same three, recomputed here from the
+    weights with F.dropout at those places and the same random numbers, give the same outputs."""
+    monkeypatch.setattr(gpt, 'dropout', 0.5)
+    torch.manual_seed(0)
+    mha, ffwd = tiny.MultiHeadAttention(4, 8), tiny.FeedForward(32) # in training mode, as built
+    x = torch.randn(2, 16, 32)
+    torch.manual_seed(1)
+    got = mha(x), ffwd(x)
+    torch.manual_seed(1)
+    heads = []
+    for h in mha.heads: # the random numbers are drawn in the modules' order: heads, proj, ffwd
+        wei = (x @ h.query.weight.T) @ (x @ h.key.weight.T).transpose(-2, -1) * 8**-0.5 # (B,T,T)
+        wei = wei.masked_fill(torch.ones(16, 16).tril() == 0, float('-inf')).softmax(dim=-1)
+        heads.append(F.dropout(wei, 0.5) @ (x @ h.value.weight.T)) # (B,T,hs)
+    expected = (F.dropout(mha.proj(torch.cat(heads, dim=-1)), 0.5),
+                F.dropout(ffwd.net[2](F.relu(ffwd.net[0](x))), 0.5))
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b)
+
+
+def test_batched_attention_drops_attention_weights_in_training_only(tiny, monkeypatch):
+    """The batched path passes dropout to F.scaled_dot_product_attention in training mode alone
+    (its masks are drawn otherwise than the heads', so only that it acts is compared)."""
+    monkeypatch.setattr(gpt, 'dropout', 0.5)
+    torch.manual_seed(0)
+    batched = tiny.BatchedMultiHeadAttention(4, 8)
+    batched.dropout = nn.Identity() # leave the attention weights' dropout alone
+    x = torch.randn(2, 16, 32)
+    trained, evaluated = batched(x), batched.eval()(x)
+    assert not torch.allclose(trained, evaluated)
+    assert torch.equal(evaluated, batched(x)) # eval mode: no random numbers
 
 
 def test_fast_attention_model_matches_and_shares_state_dicts(tiny, monkeypatch):
@@ -169,12 +208,31 @@ def test_grad_accum_takes_the_same_steps_in_parts(tiny, monkeypatch, fast):
     torch.manual_seed(0)
     assert (gpt.GPTLanguageModel(65).lm_head.weight - trained[0]['lm_head.weight']).abs().max() > 1e-3 # it trained
 
+def test_the_learning_rate_warms_up_then_decays_to_min_lr(monkeypatch):
+    """lr_decay (the CPU preset's): a linear warmup to learning_rate over warmup_iters steps, then
+    half a cosine down to min_lr at max_iters, where it stays; without it the lecture's constant."""
+    for key, value in dict(learning_rate=4e-3, min_lr=4e-4, warmup_iters=50, max_iters=2200).items():
+        monkeypatch.setattr(gpt, key, value)
+    monkeypatch.setattr(gpt, 'lr_decay', False)
+    assert {gpt.get_lr(step) for step in (0, 50, 1000, 2200)} == {4e-3}
+    monkeypatch.setattr(gpt, 'lr_decay', True)
+    lrs = [gpt.get_lr(step) for step in range(2400)]
+    assert math.isclose(lrs[0], 4e-3 / 50) # the first step already moves the weights
+    assert all(a < b for a, b in zip(lrs[:49], lrs[1:50])) and math.isclose(lrs[49], 4e-3)
+    assert math.isclose(lrs[50], 4e-3) # the cosine starts at the top
+    assert all(a > b for a, b in zip(lrs[50:2199], lrs[51:2200]))
+    assert math.isclose(lrs[(50 + 2200) // 2], (4e-3 + 4e-4) / 2) # halfway down at the middle
+    assert all(math.isclose(lr, 4e-4) for lr in lrs[2200:]) # a resumed run that trains on stays there
+
+
 def test_generate_extends_and_crops_to_block_size(tiny):
     model = tiny.GPTLanguageModel(65)
     model.train()
     out = model.generate(torch.zeros((2, 1), dtype=torch.long), max_new_tokens=40)
     assert out.shape == (2, 41)  # longer than block_size 16: the context was cropped
     assert model.training  # generate switched to eval mode and back
+    model.eval().generate(torch.zeros((1, 1), dtype=torch.long), max_new_tokens=2)
+    assert not model.training  # back to the mode it was in, not to training
 
 
 def test_generate_is_deterministic_and_dropout_free(tiny, monkeypatch):

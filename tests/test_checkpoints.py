@@ -1,6 +1,7 @@
 """Checkpoints: exact resume, Ctrl-C, atomic saves, clear errors; sampling from a checkpoint."""
 import errno
 import os
+import random
 import re
 import runpy
 import select
@@ -174,6 +175,28 @@ def test_best_checkpoint_holds_the_lowest_val_loss(uninterrupted):
     assert {'model', 'optimizer', 'step', 'config', 'rng_cpu'} <= checkpoint.keys()
     assert round(losses(full)[checkpoint['step']][1], 4) == best # the model of that evaluation
     assert sorted(os.listdir(out)) == ['best.pt', 'ckpt.pt', 'log.csv'] # no temporary file left
+
+
+def test_best_stays_at_the_lowest_val_loss_when_val_loss_rises(tmp_path):
+    """Random letters, each as likely as any other: nothing in them can be learnt, so the model's
+    near-uniform start is about as good as it gets, and training fits only the train split's
+    noise. Val loss goes up and down from there: best.pt keeps the lowest, not the latest model,
+    nor that of the latest fall."""
+    rng = random.Random(0)
+    (tmp_path / 'letters.txt').write_text(''.join(rng.choice('abcdefghij') for _ in range(3000)))
+    r = run_here('gpt.py', f'--input_file={tmp_path / "letters.txt"}', '--n_layer=1', '--n_head=2',
+                 '--n_embd=32', '--block_size=16', '--batch_size=16', '--dropout=0.0', '--learning_rate=1e-2',
+                 '--max_iters=100', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=0',
+                 '--device=cpu', f'--out_dir={tmp_path / "out"}')
+    assert r.returncode == 0, r.stderr
+    rows = [row.split(',') for row in (tmp_path / 'out' / 'log.csv').read_text().splitlines()[1:]]
+    val = {int(step): float(v) for step, _, v, _ in rows}
+    lowest = min(val, key=val.get)
+    after = [step for step in val if step > lowest]
+    assert any(val[b] < val[a] for a, b in zip(after, after[1:])), val # what the test needs: a later fall
+    best = torch.load(tmp_path / 'out' / 'best.pt', weights_only=True)
+    assert best['step'] == lowest and round(best['best_val_loss'], 6) == val[lowest]
+    assert f"best val loss {val[lowest]:.4f} in" in r.stdout
 
 
 def test_best_is_a_second_name_of_the_checkpoint_until_the_next_save(tmp_path):

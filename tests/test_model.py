@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
+import bigram
 import gpt
 
 
@@ -249,6 +250,32 @@ def test_generate_is_deterministic_and_dropout_free(tiny, monkeypatch):
     logits, _ = model.eval()(torch.zeros((1, 1), dtype=torch.long))
     first = torch.multinomial(torch.softmax(logits[:, -1], -1), 1)
     assert first.item() == outs[0][0, 1].item()
+
+
+def test_top_k_beyond_the_vocabulary_keeps_every_character(tiny):
+    """sample.py --top_k=1000 on 65 characters: no character is cut, as without --top_k."""
+    torch.manual_seed(0)
+    model = tiny.GPTLanguageModel(65)
+    samples = []
+    for top_k in (None, 65, 1000):
+        torch.manual_seed(3)
+        samples.append(model.generate(torch.zeros((1, 1), dtype=torch.long), max_new_tokens=20, top_k=top_k))
+    assert torch.equal(samples[0], samples[1]) and torch.equal(samples[0], samples[2])
+
+
+def test_the_bigram_draws_each_character_from_the_row_of_the_one_before():
+    """bigram.py's generate, and the same draws made here from the rows of its table."""
+    torch.manual_seed(0)
+    model = bigram.BigramLanguageModel(65)
+    torch.manual_seed(3)
+    sampled = model.generate(torch.tensor([[5, 9]]), max_new_tokens=20)[0].tolist()
+    torch.manual_seed(3)
+    expected = [5, 9]
+    with torch.no_grad():
+        for _ in range(20):
+            probs = F.softmax(model.token_embedding_table.weight[expected[-1]], dim=-1) # (C,)
+            expected.append(torch.multinomial(probs[None], num_samples=1).item())
+    assert sampled == expected
 
 
 def test_too_long_input_is_a_clear_error(tiny):

@@ -94,8 +94,11 @@ def test_the_script_prints_the_models_loss_beside_the_compressors(run_of_my_own)
     assert rows['a uniform guess over its 10 characters'] == round(math.log(10), 4)
     assert [name.split(',')[0] for name in rows if ', ' in name and 'model' not in name] == \
         ['gzip -9', 'bzip2 -9', 'xz -9'] * 2 # the split alone, then after the train split
-    gzipped = len(gzip.compress(gpt.split_data(text)[1].encode(), 9)) # bytes, for 300 characters
+    train_bytes, val_bytes = (split.encode() for split in gpt.split_data(text))
+    gzipped = len(gzip.compress(val_bytes, 9)) # bytes, for 300 characters
     assert rows['gzip -9, the split alone'] == round(gzipped * 8 / 300 * math.log(2), 4) # in nats
+    after = len(gzip.compress(train_bytes + val_bytes, 9)) - len(gzip.compress(train_bytes, 9)) # what val adds
+    assert rows['gzip -9, after the train split'] == round(after * 8 / 300 * math.log(2), 4)
     r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--split=train')
     assert r.returncode == 0 and 'of the train split (2,700)' in r.stdout, r.stderr
     assert len(table(r.stdout)) == 2 + 1 + 3 # no rows "after the train split"

@@ -8,6 +8,7 @@ import select
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -150,8 +151,10 @@ def test_ctrl_c_during_the_last_evaluation_leaves_it_to_do(tmp_path, monkeypatch
 def test_resume_from_an_evaluation_checkpoint(uninterrupted, tmp_path):
     full, _ = uninterrupted
     a = run_here('gpt.py', *TINY, '--max_iters=100', f'--out_dir={tmp_path}')
-    with open(tmp_path / 'log.csv', 'ab') as f: # damaged rows are dropped, not a ValueError; so is
-        f.write(b'garbage\n\xff\xfe,1\n\n5')     # a row a full disk cut short ('50,4.1,...' here)
+    with open(tmp_path / 'log.csv', 'ab') as f: # dropped on resume: the row of a step past the
+        # checkpoint (a kill -9 after the log's write, before the checkpoint's), damaged rows (not a
+        # ValueError), and a row a full disk cut short ('50,4.1,...' here)
+        f.write(b'150,2.0,2.1,9.9\ngarbage\n\xff\xfe,1\n\n5')
     assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['eval_seconds'] > 0 # for the time left
     b = run_here('gpt.py', *TINY, '--max_iters=300', f'--out_dir={tmp_path}', '--resume=True',
             '--progress_seconds=1e-9') # progress lines after every step change no number
@@ -199,6 +202,13 @@ def test_best_stays_at_the_lowest_val_loss_when_val_loss_rises(tmp_path):
     assert f"best val loss {val[lowest]:.4f} in" in r.stdout
 
 
+def test_a_save_gets_the_mode_of_any_new_file(tmp_path):
+    """mkstemp makes its temporary file private (0600): a checkpoint only its owner could read."""
+    gpt.save_atomically(str(tmp_path / 'saved'), lambda f: f.write(b'step 500'))
+    (tmp_path / 'plain').write_bytes(b'step 500') # the mode the umask gives a new file
+    assert stat.S_IMODE(os.stat(tmp_path / 'saved').st_mode) == stat.S_IMODE(os.stat(tmp_path / 'plain').st_mode)
+
+
 def test_best_is_a_second_name_of_the_checkpoint_until_the_next_save(tmp_path):
     ckpt, best = str(tmp_path / 'ckpt.pt'), str(tmp_path / 'best.pt')
     gpt.save_atomically(ckpt, lambda f: f.write(b'step 500'))
@@ -234,10 +244,17 @@ def test_resume_with_another_shape_is_a_clear_error(uninterrupted):
     one_line_error(r, 'cannot resume', 'n_embd=16 there, 32 here')
 
 
-def test_resume_with_another_vocabulary_is_a_clear_error():
-    checkpoint = {'config': {k: getattr(gpt, k) for k in gpt.SHAPE_KEYS}, 'chars': list('abc')}
+def test_resume_with_another_vocabulary_or_shape_names_the_difference(capsys):
+    saved = dict(optimizer={}, step=500, best_val_loss=2.0, elapsed=60.0, rng_cpu=torch.get_rng_state(),
+                 config={k: getattr(gpt, k) for k in gpt.SHAPE_KEYS}, chars=list('abcd'))
+    gpt.check_compatible(saved, list('abcd'), 'ckpt.pt') # the same: it resumes
+    for key in gpt.SHAPE_KEYS:
+        with pytest.raises(SystemExit):
+            gpt.check_compatible({**saved, 'config': {**saved['config'], key: 1}}, list('abcd'), 'ckpt.pt')
+        assert f"cannot resume from ckpt.pt: {key}=1 there, {getattr(gpt, key)} here\n" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        gpt.check_compatible(checkpoint, list('abcd'), 'ckpt.pt')
+        gpt.check_compatible({**saved, 'chars': list('abc')}, list('abcd'), 'ckpt.pt')
+    assert 'a vocabulary of 3 characters there, 4 here\n' in capsys.readouterr().err
 
 
 def test_resume_without_or_with_a_corrupt_checkpoint(tmp_path):

@@ -147,6 +147,8 @@ def test_time_left_counts_the_steps_and_the_evaluations_still_to_come(tiny, monk
     assert gpt.time_left(4999, 1.0, 10.0, evaluated=False) == '11s left'  # 1 step, the last eval
     monkeypatch.setattr(gpt, 'max_iters', 5100)  # the last step is evaluated too
     assert gpt.time_left(5000, 0.0, 10.0, evaluated=True) == '10s left'
+    # seconds up to a minute and a half, minutes up to an hour and a half, then hours
+    assert [gpt.duration(s) for s in (89, 90, 5399, 5400)] == ['89s', '2 min', '90 min', '1.5 h']
 
 
 @pytest.mark.parametrize('script', ['gpt.py', 'bigram.py'])

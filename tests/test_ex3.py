@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+import gpt
 from conftest import INPUT, ROOT, needs_input, run_here
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
@@ -18,6 +19,24 @@ def test_to_vocabulary_keeps_only_the_given_characters():
     chars = sorted(set("abcdefghijklmnopqrstuvwxyzC '-\n"))
     text = 'Caf\u00e9\t\u201cna\u00efve\u201d\u2014it\u2019s   {x}\n' # accents, a tab, curly quotes, a dash
     assert ex3.to_vocabulary(text, chars) == "Cafe naive-it's x\n"
+
+
+def test_a_run_decays_to_a_tenth_of_its_rate_and_puts_gpts_settings_back(tiny, monkeypatch):
+    """ex3.train is gpt.py's loop with the schedule stretched to its own steps: a finetuning run at
+    lr decays towards lr / 10, as the preset's 4e-3 does to 4e-4. gpt's settings are as before after."""
+    for key, value in dict(lr_decay=True, warmup_iters=2, eval_iters=1, use_cuda_graph=False,
+                           use_fused_adamw=False).items(): # the last two: as on a CPU
+        monkeypatch.setattr(gpt, key, value)
+    before = {k: getattr(gpt, k) for k in ('max_iters', 'learning_rate', 'min_lr')}
+    rates = []
+    monkeypatch.setattr(gpt, 'set_lr', lambda optimizer, lr: rates.append(lr))
+    data = torch.randint(65, (500,))
+    torch.manual_seed(0)
+    ex3.train(gpt.GPTLanguageModel(65), {'train': data, 'val': data}, 10, 'finetune', lr=1e-3)
+    assert {k: getattr(gpt, k) for k in before} == before
+    for key, value in dict(max_iters=10, learning_rate=1e-3, min_lr=1e-4).items():
+        monkeypatch.setattr(gpt, key, value)
+    assert rates == [gpt.get_lr(step) for step in range(10)]
 
 
 def corpus(path, words=3000):

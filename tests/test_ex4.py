@@ -85,9 +85,10 @@ def test_rotate_makes_a_query_key_score_depend_only_on_their_distance():
 
 
 def test_rope_is_the_batched_attention_plus_rotation(tiny, monkeypatch):
+    monkeypatch.setattr(gpt, 'dropout', 0.2) # in eval mode, off in all three computations
     torch.manual_seed(0)
-    model = gpt.GPTLanguageModel(65)
-    plain = gpt.BatchedMultiHeadAttention(gpt.n_head, gpt.n_embd // gpt.n_head)
+    model = gpt.GPTLanguageModel(65).eval()
+    plain = gpt.BatchedMultiHeadAttention(gpt.n_head, gpt.n_embd // gpt.n_head).eval()
     ex4.rope(model)
     sa = model.blocks[0].sa
     plain.load_state_dict(sa.state_dict()) # the same parameters
@@ -102,7 +103,7 @@ def test_rope_is_the_batched_attention_plus_rotation(tiny, monkeypatch):
     assert not torch.allclose(sa(x), plain(x), atol=1e-4)
     monkeypatch.setattr(ex4, 'rotate', lambda t: t)
     torch.testing.assert_close(sa(x), plain(x))
-    trained(model)
+    trained(model.train())
     assert not model.position_embedding_table.weight.any() # position comes from rotation alone
 
 

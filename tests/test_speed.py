@@ -2,13 +2,17 @@
 import gc
 import os
 import re
+import sys
 import time
 
 import pytest
 import torch
 
 import gpt
-from conftest import needs_input, run_here
+from conftest import ROOT, needs_input, run_here
+
+sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+import bench  # noqa: E402
 
 
 def test_speed_switches_turn_themselves_off_on_cpu(monkeypatch):
@@ -59,6 +63,17 @@ def test_bench_runs_on_cpu():
     assert 'use_compile=False' in r.stdout and 'fast_attention=False' in r.stdout
     assert 'use_pinned=False' in r.stdout
     assert re.search(r'[\d.]+ ms/step, [\d,]+ tok/s, [\d.]+ TFLOP/step, MFU [\d.]+% of 1 TFLOP/s', r.stdout)
+
+
+def test_a_step_of_the_lectures_config_is_1_164_tflop():
+    """The README's figure for MFU: 6 FLOPs per weight per token (2 forward, 4 backward), the two
+    embedding tables left out (a lookup does no multiplying), plus attention's two T x T products
+    (scores, weighted sum) of 2 * T * C each per token, 3 times for forward and backward, in every
+    layer; over a batch of 64 x 256 tokens."""
+    weights = 10_788_929 - 65 * 384 - 256 * 384
+    per_token = 6 * weights + 6 * 2 * 256 * 384 * 6 # n_layer = 6
+    flops = bench.flops_per_step(gpt.GPTLanguageModel(65))
+    assert flops == per_token * 64 * 256 and round(flops / 1e12, 3) == 1.164
 
 
 def test_bench_says_how_long_the_timed_steps_will_take_after_a_slow_warm_up(monkeypatch):

@@ -37,6 +37,23 @@ def test_the_weights_are_those_that_each_head_applies(tiny):
             torch.testing.assert_close(wei[layer, h] @ head.value(inputs[layer])[0], outputs[layer * 4 + h][0])
 
 
+def test_the_table_and_the_map_of_heads_whose_weights_are_known():
+    """Two heads over 4 characters: one on the character before (the first can only look at
+    itself), one spread evenly over all up to its own. Row i of the even one gives 1/(i+1) to
+    itself and to the one before, and looks i/2 back on average."""
+    before = torch.zeros(4, 4)
+    before[0, 0] = 1
+    before[[1, 2, 3], [0, 1, 2]] = 1
+    even = torch.ones(4, 4).tril()
+    even /= even.sum(dim=-1, keepdim=True)
+    table = attention_map.summary(torch.stack([before, even])[None]).splitlines() # (1 layer, 2 heads, T, T)
+    assert table[2:] == ['| 0 | 0 | 0.00 | 1.00 | 0.00 | 1.0 |', # rows 1 to 3: (1/2 + 1/3 + 1/4) / 3 = 0.36,
+                         '| 0 | 1 | 0.36 | 0.36 | 0.28 | 1.0 |'] # and (1/2 + 2/2 + 3/2) / 3 = 1.0 back
+    rows = attention_map.heat_map(before, 'abcd').splitlines()[1:]
+    assert [row.split('  most on ')[1] for row in rows] == ["'a' (0 back), 1.00", "'a' (1 back), 1.00",
+                                                           "'b' (1 back), 1.00", "'c' (1 back), 1.00"]
+
+
 @pytest.fixture
 def ckpt(tiny, tmp_path):
     """A folder with a best.pt of an untrained model of TINY's shape (block_size 16)."""

@@ -500,7 +500,7 @@ def test_sample_with_prompt_temperature_and_top_k(uninterrupted):
     assert sample(*args, '--seed=7').stdout != a.stdout
 
 
-def test_plain_sampling_is_the_lectures_multinomial(uninterrupted, monkeypatch):
+def test_sampling_is_the_lectures_multinomial_with_temperature_and_top_k_on_top(uninterrupted, monkeypatch):
     _, out = uninterrupted
     checkpoint = torch.load(out / 'ckpt.pt', weights_only=True)
     for key in gpt.SHAPE_KEYS:
@@ -508,15 +508,20 @@ def test_plain_sampling_is_the_lectures_multinomial(uninterrupted, monkeypatch):
     model = gpt.GPTLanguageModel(65).eval()
     model.load_state_dict(checkpoint['model'])
     _, decode = gpt.make_codec(checkpoint['chars'])
-    for n in (1, 2): # one sample, printed as it comes; two, printed at the end
+    # one sample, printed as it comes; two, printed at the end; two, sharpened and cut to 10 characters
+    for n, options in [(1, []), (2, []), (2, ['--temperature=0.8', '--top_k=10'])]:
         r = sample(f'--ckpt={out / "ckpt.pt"}', '--max_new_tokens=30', '--seed=5', '--device=cpu',
-                   f'--num_samples={n}')
+                   f'--num_samples={n}', *options)
         torch.manual_seed(5)
         idx = torch.zeros((n, 1), dtype=torch.long)
         with torch.no_grad():  # the lecture's loop, written out
             for _ in range(30):
                 logits, _ = model(idx[:, -16:])
-                probs = torch.softmax(logits[:, -1, :], dim=-1)
+                logits = logits[:, -1, :]
+                if options: # the next character from the 10 likeliest, at temperature 0.8
+                    logits = logits / 0.8
+                    logits[logits < logits.topk(10).values[:, [-1]]] = float('-inf')
+                probs = torch.softmax(logits, dim=-1)
                 idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
         assert r.stdout == '\n---------------\n'.join(decode(row.tolist()) for row in idx) + '\n'
 

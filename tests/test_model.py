@@ -209,6 +209,7 @@ def test_grad_accum_takes_the_same_steps_in_parts(tiny, monkeypatch, fast):
     torch.manual_seed(0)
     assert (gpt.GPTLanguageModel(65).lm_head.weight - trained[0]['lm_head.weight']).abs().max() > 1e-3 # it trained
 
+
 def test_the_learning_rate_warms_up_then_decays_to_min_lr(monkeypatch):
     """lr_decay (the CPU preset's): a linear warmup to learning_rate over warmup_iters steps, then
     half a cosine down to min_lr at max_iters, where it stays; without it the lecture's constant."""

@@ -2,8 +2,10 @@
 import gc
 import os
 import re
+import subprocess
 import sys
 import time
+import types
 
 import pytest
 import torch
@@ -131,3 +133,24 @@ def test_after_evaluating_the_garbage_collector_skips_the_objects_alive():
         gc.unfreeze()
     assert r.returncode == 0, r.stderr
     assert 'step 2: train loss' in r.stdout
+
+
+def test_where_triton_is_loaded_the_frozen_objects_are_collected_at_exit(monkeypatch):
+    """Triton's bindings print each of their objects still alive at exit as a leak (Triton 3.9,
+    with PyTorch 2.15): gpt.py unfreezes what gc.freeze() kept, at exit and only there."""
+    gc.freeze()
+    try:
+        monkeypatch.delitem(sys.modules, 'triton', raising=False)
+        gpt.unfreeze_for_triton()
+        assert gc.get_freeze_count() > 0 # no Triton: frozen to the end, for a faster exit
+        monkeypatch.setitem(sys.modules, 'triton', types.ModuleType('triton'))
+        gpt.unfreeze_for_triton()
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+    # at a real exit: a hook registered before gpt's runs after it (last in, first out)
+    code = ("import atexit, gc, sys, types; atexit.register(lambda: print(gc.get_freeze_count())); "
+            f"sys.path.insert(0, {ROOT!r}); import gpt; sys.modules['triton'] = types.ModuleType('triton'); "
+            "gc.freeze()")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == '0\n' and r.stderr == '', r.stderr

@@ -1,5 +1,6 @@
 """The speed switches and the bench script (CPU only: no test asserts a time)."""
 import gc
+import json
 import os
 import re
 import subprocess
@@ -100,6 +101,40 @@ def test_bench_rejects_unknown_options():
 def test_bench_names_the_value_out_of_range(arg, words):
     r = run_here(os.path.join('scripts', 'bench.py'), '--device=cpu', arg)
     assert r.returncode == 1 and r.stderr == f'error: {words}\n', r.stderr
+
+
+def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path):
+    """scripts/gpu_check.sh, with a stand-in for python that records each command and fails the
+    bench without torch.compile (the only one with --use_compile=False but bf16 on): every command runs, in order, with the options given last; each
+    set of options is one gpt.py or bench.py accepts; the failure is named and the exit is 1."""
+    log = tmp_path / 'calls.txt'
+    stand_in = tmp_path / 'python'
+    stand_in.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                        "cache = os.environ.get('TORCHINDUCTOR_CACHE_DIR')\n"
+                        "if cache: os.makedirs(cache)\n" # as torch.compile would; fails if it was there
+                        f"with open({str(log)!r}, 'a') as f:\n"
+                        "    print(json.dumps([cache, sys.argv[1:]]), file=f)\n"
+                        "sys.exit(1 if '--use_compile=False' in sys.argv and '--use_bf16=False' not in sys.argv else 0)\n")
+    stand_in.chmod(0o755)
+    r = subprocess.run(['bash', os.path.join(ROOT, 'scripts', 'gpu_check.sh'), '--device=cpu', '--n_layer=1'],
+                       env={**os.environ, 'PYTHON': str(stand_in), 'STEPS': '12'}, capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.endswith('failed: bench without torch.compile\n'), r.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    calls = [args for _, args in records]
+    assert [args[0] for args in calls] == ['-c', 'gpt.py', *['scripts/bench.py'] * 4, '-m']
+    compile_cache = records[1][0]
+    assert compile_cache and not os.path.exists(os.path.dirname(compile_cache)) # removed at the end
+    for script, *args in calls[1:6]:
+        assert args[-2:] == ['--device=cpu', '--n_layer=1'] # the options given, last: they win
+        r = run_here(script, *args, '--help') # --help shows the values, once every option is taken
+        assert r.returncode == 0 and "--n_layer=1 " in r.stdout, r.stderr
+    off = ('--use_tf32=False --use_bf16=False --use_compile=False --use_fused_adamw=False '
+           '--use_pinned=False --use_cuda_graph=False --fast_attention=False').split()
+    assert not set(off) & set(calls[2]) and '--steps=12' in calls[2] # every switch on
+    assert set(off) & set(calls[3]) == {'--use_cuda_graph=False'}
+    assert set(off) & set(calls[4]) == {'--use_compile=False'}
+    assert set(off) <= set(calls[5]) and '--steps=2' in calls[5] # every switch off, a sixth of the steps
+    assert calls[6] == ['-m', 'pytest', '-p', 'no:cacheprovider', 'tests/test_gpu.py']
 
 
 def test_a_checkpoint_of_a_cuda_graph_run_resumes_with_this_runs_adamw(tiny):

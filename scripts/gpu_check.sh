@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Every GPU measurement of the README's "On a GPU" section, in one run, for a machine rented by
+# the minute: the whole `python gpt.py` first (timed from the shell, nothing compiled yet), then
+# scripts/bench.py with every switch on, without CUDA graphs, without torch.compile and with
+# every switch off, then the GPU tests.
+#
+#   bash scripts/gpu_check.sh 2>&1 | tee gpu.log
+#
+# Options after it go to every gpt.py and bench.py run (a later option overrides an earlier
+# one); STEPS, WARMUP and EVALS set the bench's counts. A smoke test on any machine:
+#
+#   STEPS=2 WARMUP=1 EVALS=1 bash scripts/gpu_check.sh --device=cpu --n_layer=1 --n_head=2 \
+#       --n_embd=32 --block_size=16 --batch_size=4 --max_iters=2 --eval_iters=1 --max_new_tokens=5
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python}
+steps=${STEPS:-300}
+warmup=${WARMUP:-10}
+evals=${EVALS:-3}
+TIMEFORMAT='wall time: %R s'
+
+# a folder of our own for the checkpoints and the compile caches, removed at the end
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+section() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+# a step that fails is reported and the next one runs: the machine's minutes are not wasted
+failed=()
+step() { local name=$1; shift; "$@" || failed+=("$name"); }
+
+section "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null \
+    || echo "no nvidia-smi"
+"$python" -c 'import sys, torch
+gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+print("Python", sys.version.split()[0], "| PyTorch", torch.__version__, "| CUDA", torch.version.cuda,
+      "|", gpu)'
+git log -1 --format='commit %h %s' 2>/dev/null || true
+
+# Empty compile caches, as on a fresh machine: the wall time includes compiling.
+section "python gpt.py: the whole run"
+time step gpt.py env TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
+    TRITON_CACHE_DIR="$scratch/triton" "$python" gpt.py --out_dir="$scratch/out" "$@"
+
+section "bench: every switch on, the default"
+step "bench, every switch on" \
+    "$python" scripts/bench.py --steps="$steps" --warmup="$warmup" --evals="$evals" "$@"
+
+section "bench: every switch on but CUDA graphs"
+step "bench without CUDA graphs" "$python" scripts/bench.py --use_cuda_graph=False \
+    --steps="$steps" --warmup="$warmup" --evals="$evals" "$@"
+
+section "bench: every switch on but torch.compile"
+step "bench without torch.compile" "$python" scripts/bench.py --use_compile=False \
+    --steps="$steps" --warmup="$warmup" --evals="$evals" "$@"
+
+# a sixth of the steps (50 by default): each is about 8 times slower
+section "bench: every switch off, the lecture's per-head float32 path"
+step "bench, every switch off" "$python" scripts/bench.py --use_tf32=False --use_bf16=False \
+    --use_compile=False --use_fused_adamw=False --use_pinned=False --use_cuda_graph=False \
+    --fast_attention=False --steps=$((steps / 6 > 1 ? steps / 6 : 1)) --warmup="$warmup" \
+    --evals=1 "$@"
+
+section "tests/test_gpu.py"
+step tests/test_gpu.py "$python" -m pytest -p no:cacheprovider tests/test_gpu.py
+
+section "done"
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'failed: %s\n' "${failed[@]}" >&2
+    exit 1
+fi

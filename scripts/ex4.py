@@ -70,7 +70,6 @@ class RotaryAttention(gpt.BatchedMultiHeadAttention):
 
     def forward(self, x):
         B, T, C = x.shape
-        nh = len(self.heads)
         q, k, v = ([getattr(h, name)(x) for h in self.heads] for name in ('query', 'key', 'value'))
         q, k, v = (torch.stack(t, dim=1) for t in (q, k, v)) # (B,nh,T,hs)
         p = self.heads[0].dropout.p if self.training else 0.0

@@ -165,7 +165,7 @@ def parse_stages(text):
             first, _, last = part.partition('-')
             stages.update(range(int(first), int(last or first) + 1))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected stages like 1-6 or 2,5, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected stages like 1-6 or 2,5, got {text!r}") from None
     if not stages or not stages <= STAGES.keys():
         raise argparse.ArgumentTypeError(f"stages are 1 to 7, got {text!r}")
     return sorted(stages)

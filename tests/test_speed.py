@@ -105,8 +105,9 @@ def test_bench_names_the_value_out_of_range(arg, words):
 
 def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path):
     """scripts/gpu_check.sh, with a stand-in for python that records each command and fails the
-    bench without torch.compile (the only one with --use_compile=False but bf16 on): every command runs, in order, with the options given last; each
-    set of options is one gpt.py or bench.py accepts; the failure is named and the exit is 1."""
+    bench without torch.compile (the only one with --use_compile=False but bf16 on): every command
+    runs, in order, with the options given last; each set of options is one gpt.py or bench.py
+    accepts; the failure is named and the exit is 1."""
     log = tmp_path / 'calls.txt'
     stand_in = tmp_path / 'python'
     stand_in.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
@@ -116,8 +117,10 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
                         "    print(json.dumps([cache, sys.argv[1:]]), file=f)\n"
                         "sys.exit(1 if '--use_compile=False' in sys.argv and '--use_bf16=False' not in sys.argv else 0)\n")
     stand_in.chmod(0o755)
+    # torch.compile, once used in this process, sets TORCHINDUCTOR_CACHE_DIR in its environment
+    env = {k: v for k, v in os.environ.items() if k not in ('TORCHINDUCTOR_CACHE_DIR', 'TRITON_CACHE_DIR')}
     r = subprocess.run(['bash', os.path.join(ROOT, 'scripts', 'gpu_check.sh'), '--device=cpu', '--n_layer=1'],
-                       env={**os.environ, 'PYTHON': str(stand_in), 'STEPS': '12'}, capture_output=True, text=True)
+                       env={**env, 'PYTHON': str(stand_in), 'STEPS': '12'}, capture_output=True, text=True)
     assert r.returncode == 1 and r.stderr.endswith('failed: bench without torch.compile\n'), r.stderr
     records = [json.loads(line) for line in log.read_text().splitlines()]
     calls = [args for _, args in records]

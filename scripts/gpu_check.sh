@@ -13,7 +13,8 @@
 #       --n_embd=32 --block_size=16 --batch_size=4 --max_iters=2 --eval_iters=1 --max_new_tokens=5
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python=${PYTHON:-python}
+# python, else python3 (a plain Ubuntu has only the second); PYTHON=... picks another
+python=${PYTHON:-$(command -v python || command -v python3 || echo python)}
 steps=${STEPS:-300}
 warmup=${WARMUP:-10}
 evals=${EVALS:-3}

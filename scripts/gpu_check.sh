@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU measurement of the README's "On a GPU" section, in one run, for a machine rented by
-# the minute: the whole `python gpt.py` first (timed from the shell, nothing compiled yet), then
+# the minute: the whole `python gpt.py` first (timed from the shell, nothing compiled yet, each
+# line of its output led by the seconds since it started), then
 # scripts/bench.py with every switch on, without CUDA graphs, without torch.compile and with
 # every switch off, then the GPU tests.
 #
@@ -38,9 +39,20 @@ print("Python", sys.version.split()[0], "| PyTorch", torch.__version__, "| CUDA"
       "|", gpu)'
 git log -1 --format='commit %h %s' 2>/dev/null || true
 
+# Each line of a command's output (stdout and stderr), led by the seconds since the command
+# started: where a run's wall time goes, start-up and exit included (the exit: the wall time
+# less the last line's seconds).
+stamped() {
+    local start=${EPOCHREALTIME/./} line now
+    "$@" 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
+        now=${EPOCHREALTIME/./}
+        printf '%4d.%02d s | %s\n' $(((now - start) / 1000000)) $(((now - start) / 10000 % 100)) "$line"
+    done # with pipefail, the pipeline fails where the command does
+}
+
 # Empty compile caches, as on a fresh machine: the wall time includes compiling.
 section "python gpt.py: the whole run"
-time step gpt.py env TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
+time step gpt.py stamped env PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
     TRITON_CACHE_DIR="$scratch/triton" "$python" gpt.py --out_dir="$scratch/out" "$@"
 
 section "bench: every switch on, the default"

@@ -107,7 +107,7 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
     """scripts/gpu_check.sh, with a stand-in for python that records each command and fails the
     bench without torch.compile (the only one with --use_compile=False but bf16 on): every command
     runs, in order, with the options given last; each set of options is one gpt.py or bench.py
-    accepts; the failure is named and the exit is 1."""
+    accepts; the whole run's lines are timed; the failure is named and the exit is 1."""
     log = tmp_path / 'calls.txt'
     stand_in = tmp_path / 'python'
     stand_in.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
@@ -115,6 +115,8 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
                         "if cache: os.makedirs(cache)\n" # as torch.compile would; fails if it was there
                         f"with open({str(log)!r}, 'a') as f:\n"
                         "    print(json.dumps([cache, sys.argv[1:]]), file=f)\n"
+                        "if sys.argv[1] == 'gpt.py':\n" # a line to stdout, and one without its newline to stderr
+                        "    print('device: cuda', flush=True); print('the sample', end='', file=sys.stderr)\n"
                         "sys.exit(1 if '--use_compile=False' in sys.argv and '--use_bf16=False' not in sys.argv else 0)\n")
     stand_in.chmod(0o755)
     # torch.compile, once used in this process, sets TORCHINDUCTOR_CACHE_DIR in its environment
@@ -122,6 +124,9 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
     r = subprocess.run(['bash', os.path.join(ROOT, 'scripts', 'gpu_check.sh'), '--device=cpu', '--n_layer=1'],
                        env={**env, 'PYTHON': str(stand_in), 'STEPS': '12'}, capture_output=True, text=True)
     assert r.returncode == 1 and r.stderr.endswith('failed: bench without torch.compile\n'), r.stderr
+    # each line of the whole run's output, led by the seconds since it started: where the time goes
+    run = r.stdout.split('=== python gpt.py: the whole run')[1].split('\n=== ')[0]
+    assert re.findall(r'^ +\d+\.\d\d s \| (.*)$', run, re.M) == ['device: cuda', 'the sample'], run
     records = [json.loads(line) for line in log.read_text().splitlines()]
     calls = [args for _, args in records]
     assert [args[0] for args in calls] == ['-c', 'gpt.py', *['scripts/bench.py'] * 4, '-m']

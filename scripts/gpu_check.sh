@@ -3,7 +3,7 @@
 # the minute: the whole `python gpt.py` first (timed from the shell, nothing compiled yet, each
 # line of its output led by the seconds since it started), then
 # scripts/bench.py with every switch on, without CUDA graphs, without torch.compile and with
-# every switch off, then the GPU tests.
+# every switch off, then the GPU tests, then the whole run again without torch.compile.
 #
 #   bash scripts/gpu_check.sh 2>&1 | tee gpu.log
 #
@@ -76,6 +76,12 @@ step "bench, every switch off" "$python" scripts/bench.py --use_tf32=False --use
 
 section "tests/test_gpu.py"
 step tests/test_gpu.py "$python" -m pytest -p no:cacheprovider tests/test_gpu.py
+
+# Does compiling pay for itself within one run? Last, as the least needed. (Python and PyTorch now
+# start from a warm disk cache: compare the runs' lines after `device:`.)
+section "python gpt.py --use_compile=False: the whole run, nothing compiled"
+time step "gpt.py --use_compile=False" stamped env PYTHONUNBUFFERED=1 "$python" gpt.py \
+    --out_dir="$scratch/out-eager" --use_compile=False "$@"
 
 section "done"
 if [ ${#failed[@]} -gt 0 ]; then

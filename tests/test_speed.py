@@ -107,7 +107,7 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
     """scripts/gpu_check.sh, with a stand-in for python that records each command and fails the
     bench without torch.compile (the only one with --use_compile=False but bf16 on): every command
     runs, in order, with the options given last; each set of options is one gpt.py or bench.py
-    accepts; the whole run's lines are timed; the failure is named and the exit is 1."""
+    accepts; the whole runs' lines are timed; the failure is named and the exit is 1."""
     log = tmp_path / 'calls.txt'
     stand_in = tmp_path / 'python'
     stand_in.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
@@ -117,22 +117,25 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
                         "    print(json.dumps([cache, sys.argv[1:]]), file=f)\n"
                         "if sys.argv[1] == 'gpt.py':\n" # a line to stdout, and one without its newline to stderr
                         "    print('device: cuda', flush=True); print('the sample', end='', file=sys.stderr)\n"
-                        "sys.exit(1 if '--use_compile=False' in sys.argv and '--use_bf16=False' not in sys.argv else 0)\n")
+                        "sys.exit(1 if sys.argv[1] == 'scripts/bench.py' and '--use_compile=False' in sys.argv\n"
+                        "         and '--use_bf16=False' not in sys.argv else 0)\n")
     stand_in.chmod(0o755)
     # torch.compile, once used in this process, sets TORCHINDUCTOR_CACHE_DIR in its environment
     env = {k: v for k, v in os.environ.items() if k not in ('TORCHINDUCTOR_CACHE_DIR', 'TRITON_CACHE_DIR')}
     r = subprocess.run(['bash', os.path.join(ROOT, 'scripts', 'gpu_check.sh'), '--device=cpu', '--n_layer=1'],
                        env={**env, 'PYTHON': str(stand_in), 'STEPS': '12'}, capture_output=True, text=True)
     assert r.returncode == 1 and r.stderr.endswith('failed: bench without torch.compile\n'), r.stderr
-    # each line of the whole run's output, led by the seconds since it started: where the time goes
-    run = r.stdout.split('=== python gpt.py: the whole run')[1].split('\n=== ')[0]
-    assert re.findall(r'^ +\d+\.\d\d s \| (.*)$', run, re.M) == ['device: cuda', 'the sample'], run
+    # each line of a whole run's output, led by the seconds since it started: where the time goes
+    runs = [part.split('\n=== ')[0] for part in r.stdout.split('=== python gpt.py')[1:]]
+    assert len(runs) == 2 and '--use_compile=False' in runs[1].splitlines()[0]
+    for run in runs:
+        assert re.findall(r'^ +\d+\.\d\d s \| (.*)$', run, re.M) == ['device: cuda', 'the sample'], run
     records = [json.loads(line) for line in log.read_text().splitlines()]
     calls = [args for _, args in records]
-    assert [args[0] for args in calls] == ['-c', 'gpt.py', *['scripts/bench.py'] * 4, '-m']
+    assert [args[0] for args in calls] == ['-c', 'gpt.py', *['scripts/bench.py'] * 4, '-m', 'gpt.py']
     compile_cache = records[1][0]
     assert compile_cache and not os.path.exists(os.path.dirname(compile_cache)) # removed at the end
-    for script, *args in calls[1:6]:
+    for script, *args in calls[1:6] + calls[7:]:
         assert args[-2:] == ['--device=cpu', '--n_layer=1'] # the options given, last: they win
         r = run_here(script, *args, '--help') # --help shows the values, once every option is taken
         assert r.returncode == 0 and "--n_layer=1 " in r.stdout, r.stderr
@@ -143,6 +146,8 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
     assert set(off) & set(calls[4]) == {'--use_compile=False'}
     assert set(off) <= set(calls[5]) and '--steps=2' in calls[5] # every switch off, a sixth of the steps
     assert calls[6] == ['-m', 'pytest', '-p', 'no:cacheprovider', 'tests/test_gpu.py']
+    assert set(off) & set(calls[7]) == {'--use_compile=False'} # the whole run again, not compiled
+    assert records[7][0] is None and calls[7][1] != calls[1][1] # default caches, its own out_dir
 
 
 def test_a_checkpoint_of_a_cuda_graph_run_resumes_with_this_runs_adamw(tiny):

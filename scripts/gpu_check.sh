@@ -42,10 +42,10 @@ git log -1 --format='commit %h %s' 2>/dev/null || true
 # Each line of a command's output (stdout and stderr), led by the seconds since the command
 # started: where a run's wall time goes, start-up and exit included (the exit: the wall time
 # less the last line's seconds).
-stamped() {
-    local start=${EPOCHREALTIME/./} line now
+stamped() { # EPOCHREALTIME (bash 5) without its decimal point, a comma in some locales: microseconds
+    local start=${EPOCHREALTIME//[!0-9]/} line now
     "$@" 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
-        now=${EPOCHREALTIME/./}
+        now=${EPOCHREALTIME//[!0-9]/}
         printf '%4d.%02d s | %s\n' $(((now - start) / 1000000)) $(((now - start) / 10000 % 100)) "$line"
     done # with pipefail, the pipeline fails where the command does
 }

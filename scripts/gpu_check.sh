@@ -41,10 +41,10 @@ git log -1 --format='commit %h %s' 2>/dev/null || true
 
 # Each line of a command's output (stdout and stderr), led by the seconds since the command
 # started: where a run's wall time goes, start-up and exit included (the exit: the wall time
-# less the last line's seconds).
+# less the last line's seconds). Python's output unbuffered, so that each line comes as printed.
 stamped() { # EPOCHREALTIME (bash 5) without its decimal point, a comma in some locales: microseconds
     local start=${EPOCHREALTIME//[!0-9]/} line now
-    "$@" 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
+    PYTHONUNBUFFERED=1 "$@" 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
         now=${EPOCHREALTIME//[!0-9]/}
         printf '%4d.%02d s | %s\n' $(((now - start) / 1000000)) $(((now - start) / 10000 % 100)) "$line"
     done # with pipefail, the pipeline fails where the command does
@@ -52,7 +52,7 @@ stamped() { # EPOCHREALTIME (bash 5) without its decimal point, a comma in some 
 
 # Empty compile caches, as on a fresh machine: the wall time includes compiling.
 section "python gpt.py: the whole run"
-time step gpt.py stamped env PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
+time step gpt.py stamped env TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
     TRITON_CACHE_DIR="$scratch/triton" "$python" gpt.py --out_dir="$scratch/out" "$@"
 
 section "bench: every switch on, the default"
@@ -80,7 +80,7 @@ step tests/test_gpu.py "$python" -m pytest -p no:cacheprovider tests/test_gpu.py
 # Does compiling pay for itself within one run? Last, as the least needed. (Python and PyTorch now
 # start from a warm disk cache: compare the runs' lines after `device:`.)
 section "python gpt.py --use_compile=False: the whole run, nothing compiled"
-time step "gpt.py --use_compile=False" stamped env PYTHONUNBUFFERED=1 "$python" gpt.py \
+time step "gpt.py --use_compile=False" stamped "$python" gpt.py \
     --out_dir="$scratch/out-eager" --use_compile=False "$@"
 
 section "done"

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Every GPU measurement of the README's "On a GPU" section, in one run, for a machine rented by
 # the minute: the whole `python gpt.py` first (timed from the shell, nothing compiled yet, each
-# line of its output led by the seconds since it started), then
-# scripts/bench.py with every switch on, without CUDA graphs, without torch.compile and with
-# every switch off, then the GPU tests, then the whole run again without torch.compile.
+# line of its output led by the seconds since it started), then scripts/bench.py with every
+# switch on (with its checkpoint writes), without CUDA graphs (with a profile: where a step's GPU
+# time goes, kernel by kernel), without torch.compile and with every switch off, then the GPU
+# tests, then the whole run again without torch.compile.
 #
 #   bash scripts/gpu_check.sh 2>&1 | tee gpu.log
 #
 # Options after it go to every gpt.py and bench.py run (a later option overrides an earlier
-# one); STEPS, WARMUP and EVALS set the bench's counts. A smoke test on any machine:
+# one); STEPS, WARMUP, EVALS, SAVES and PROFILE set the bench's counts. A smoke test on any
+# machine:
 #
-#   STEPS=2 WARMUP=1 EVALS=1 bash scripts/gpu_check.sh --device=cpu --n_layer=1 --n_head=2 \
-#       --n_embd=32 --block_size=16 --batch_size=4 --max_iters=2 --eval_iters=1 --max_new_tokens=5
+#   STEPS=2 WARMUP=1 EVALS=1 SAVES=1 PROFILE=1 bash scripts/gpu_check.sh --device=cpu --n_layer=1 \
+#       --n_head=2 --n_embd=32 --block_size=16 --batch_size=4 --max_iters=2 --eval_iters=1 \
+#       --max_new_tokens=5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # python, else python3 (a plain Ubuntu has only the second); PYTHON=... picks another
@@ -19,6 +22,8 @@ python=${PYTHON:-$(command -v python || command -v python3 || echo python)}
 steps=${STEPS:-300}
 warmup=${WARMUP:-10}
 evals=${EVALS:-3}
+saves=${SAVES:-3}
+profile=${PROFILE:-10}
 TIMEFORMAT='wall time: %R s'
 
 # a folder of our own for the checkpoints and the compile caches, removed at the end
@@ -56,12 +61,14 @@ time step gpt.py stamped env TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
     TRITON_CACHE_DIR="$scratch/triton" "$python" gpt.py --out_dir="$scratch/out" "$@"
 
 section "bench: every switch on, the default"
-step "bench, every switch on" \
-    "$python" scripts/bench.py --steps="$steps" --warmup="$warmup" --evals="$evals" "$@"
+step "bench, every switch on" "$python" scripts/bench.py \
+    --steps="$steps" --warmup="$warmup" --evals="$evals" --saves="$saves" "$@"
 
+# the profile here, not under CUDA graphs: each kernel is launched on its own, and takes the same
+# GPU time as in a graph's replay
 section "bench: every switch on but CUDA graphs"
 step "bench without CUDA graphs" "$python" scripts/bench.py --use_cuda_graph=False \
-    --steps="$steps" --warmup="$warmup" --evals="$evals" "$@"
+    --steps="$steps" --warmup="$warmup" --evals="$evals" --profile="$profile" "$@"
 
 section "bench: every switch on but torch.compile"
 step "bench without torch.compile" "$python" scripts/bench.py --use_compile=False \

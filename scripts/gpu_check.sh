@@ -64,8 +64,8 @@ section "bench: every switch on, the default"
 step "bench, every switch on" "$python" scripts/bench.py \
     --steps="$steps" --warmup="$warmup" --evals="$evals" --saves="$saves" "$@"
 
-# the profile here, not under CUDA graphs: each kernel is launched on its own, and takes the same
-# GPU time as in a graph's replay
+# the profile here, not under CUDA graphs: the same kernels as a graph's replay runs, but each
+# launched on its own, so that the profiler times and names each one
 section "bench: every switch on but CUDA graphs"
 step "bench without CUDA graphs" "$python" scripts/bench.py --use_cuda_graph=False \
     --steps="$steps" --warmup="$warmup" --evals="$evals" --profile="$profile" "$@"

@@ -142,9 +142,11 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
     off = ('--use_tf32=False --use_bf16=False --use_compile=False --use_fused_adamw=False '
            '--use_pinned=False --use_cuda_graph=False --fast_attention=False').split()
     assert not set(off) & set(calls[2]) and '--steps=12' in calls[2] # every switch on
-    assert '--saves=3' in calls[2] # and the checkpoint writes it times
+    # the checkpoint writes timed in the default row alone, the profile in the row without graphs
+    assert [i for i, args in enumerate(calls) if any(a.startswith('--saves=') for a in args)] == [2]
+    assert [i for i, args in enumerate(calls) if any(a.startswith('--profile=') for a in args)] == [3]
+    assert '--saves=3' in calls[2] and '--profile=10' in calls[3]
     assert set(off) & set(calls[3]) == {'--use_cuda_graph=False'}
-    assert '--profile=10' in calls[3] and not any(a.startswith('--profile=') for a in calls[2] + calls[4])
     assert set(off) & set(calls[4]) == {'--use_compile=False'}
     assert set(off) <= set(calls[5]) and '--steps=2' in calls[5] # every switch off, a sixth of the steps
     assert calls[6] == ['-m', 'pytest', '-p', 'no:cacheprovider', 'tests/test_gpu.py']

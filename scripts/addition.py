@@ -22,15 +22,14 @@ What helps with long numbers (all on by default, each an option):
 - fixed-width zero padding: every digit sits at the same position in every problem;
 - a warmup and cosine learning-rate schedule down to a tenth of --lr over --max_steps.
 """
-import os
 import sys
 import time
 
 import torch
 from torch.nn import functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import gpt  # noqa: E402
 
 VOCAB = '0123456789+=$' # '$' ends the answer
 PLUS, EQUALS, END = 10, 11, 12
@@ -180,7 +179,7 @@ def check_training_options(p, args):
             p.error(f'--{key} must be above 0, got {getattr(args, key)}')
     if args.warmup < 0:
         p.error(f'--warmup must be at least 0, got {args.warmup}')
-    if not (args.seed in gpt.SEEDS and args.seed + 1 in gpt.SEEDS): # the held-out problems: seed + 1
+    if not (args.seed in common.SEEDS and args.seed + 1 in common.SEEDS): # the held-out problems: seed + 1
         p.error(f'--seed must be from -2**63 to 2**64 - 2, got {args.seed}')
     if not 0 < args.target <= 1:
         p.error(f'--target is the share of problems right, above 0 and at most 1 (0.99: 99%), '
@@ -207,7 +206,8 @@ def train(args, model, optimizer, batch_loss, evaluate, t_start):
     early once every score reaches target. Returns the last scores and the last step."""
     t0, t_evals = time.time(), 0.0 # t_evals: time spent evaluating, not training
     for step in range(1, args.max_steps + 1):
-        gpt.set_lr(optimizer, gpt.get_lr(step - 1))
+        for group in optimizer.param_groups:
+            group['lr'] = gpt.get_lr(step - 1)
         loss = batch_loss()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -227,7 +227,7 @@ def train(args, model, optimizer, batch_loss, evaluate, t_start):
 
 
 def parse_args(argv):
-    p = gpt.argument_parser(__doc__)
+    p = common.argument_parser(__doc__)
     p.add_argument('--digits', type=int, default=3, help='digits per operand, 1 to 18 (default: %(default)s)')
     p.add_argument('--plain', action='store_true', help='write the sum in reading order, not reversed')
     p.add_argument('--no-curriculum', dest='curriculum', action='store_false',
@@ -246,7 +246,7 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
-    gpt.check_device(args.device)
+    common.check_device(args.device)
     t_start = time.time()
     problems = Problems(args.digits, reverse=not args.plain, curriculum=args.curriculum, seed=args.seed)
     model, optimizer = build_model(args, len(VOCAB), problems.length - 1)
@@ -275,4 +275,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:], shrink='--batch_size, or a smaller model')
+    common.run(main, sys.argv[1:], shrink='--batch_size, or a smaller model')

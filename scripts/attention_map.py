@@ -9,14 +9,13 @@ from a checkpoint that gpt.py saved, as its Head class computes them.
 
 Layers and heads count from 0, as model.blocks[layer].sa.heads[head] does.
 """
-import os
 import sys
 
 import torch
 from torch.nn import functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import fail, gpt  # noqa: E402
 import sample  # noqa: E402 (beside this file)
 
 PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak.\n" # Tiny Shakespeare's first lines
@@ -85,37 +84,35 @@ def heat_map(w, text):
 
 
 def parse_args(argv):
-    p = gpt.argument_parser(__doc__)
+    p = common.argument_parser(__doc__)
     sample.add_model_options(p, PROMPT, "the text to look at, or @FILE to read it from a file "
                              "(default: the first two lines of Tiny Shakespeare)")
     p.add_argument('--layer', type=int, default=None, help='with --head: the map of that head')
     p.add_argument('--head', type=int, default=None, help='with --layer: the map of that head')
     p.add_argument('--device', default='cpu', help='default: %(default)s')
-    args = p.parse_args(argv)
+    args = sample.checked_model_options(p, p.parse_args(argv))
     if (args.layer is None) != (args.head is None):
         p.error("--layer and --head go together: the map of one head")
-    sample.check_model_options(p, args)
     return args
 
 
 def main(argv):
-    gpt.print_any_text()
     args = parse_args(argv)
-    gpt.check_device(args.device)
+    common.check_device(args.device)
     gpt.fast_attention = False # the lecture's Head modules, whose weights are read here
     model, checkpoint = sample.load_model(args.ckpt, args.device)
     chars, block_size = checkpoint['chars'], checkpoint['config']['block_size']
-    text = sample.read_prompt(args.prompt)
+    text = args.prompt
     # the default prompt too may not fit: a model of another text (gpt.py --input_file)
     hint = '; give a prompt of its text with --prompt' if args.prompt == PROMPT else ''
-    sample.check_vocabulary(text, chars, hint)
+    sample.check_vocabulary(text, chars, hint=hint)
     if len(text) < 2:
-        gpt.fail(f"the prompt needs at least 2 characters, so that one can look at another (got {len(text)})")
+        fail(f"the prompt needs at least 2 characters, so that one can look at another (got {len(text)})")
     if len(text) > block_size:
         print(f"note: the prompt has {len(text):,} characters and the model reads {block_size} at a "
               f"time: its last {block_size}")
         text = text[-block_size:]
-    encode, _ = gpt.make_codec(chars)
+    encode, _ = common.codec(chars)
     idx = torch.tensor([encode(text)], dtype=torch.long, device=args.device)
     wei = attention_weights(model, idx).cpu()
     n_layer, n_head = wei.shape[:2]
@@ -126,7 +123,7 @@ def main(argv):
         print("\nthe map of one head: --layer=L --head=H")
         return
     if not (0 <= args.layer < n_layer and 0 <= args.head < n_head):
-        gpt.fail(f"this model has layers 0 to {n_layer - 1} and heads 0 to {n_head - 1}, got "
+        fail(f"this model has layers 0 to {n_layer - 1} and heads 0 to {n_head - 1}, got "
                  f"--layer={args.layer} --head={args.head}")
     print(f"{args.ckpt}, layer {args.layer}, head {args.head}: each row, what the characters up to it "
           "give it")
@@ -136,4 +133,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:])
+    common.run(main, sys.argv[1:])

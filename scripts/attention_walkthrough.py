@@ -7,15 +7,14 @@ makes is checked, and the script exits non-zero if one fails.
     python scripts/data_walkthrough.py          # the first part: data, batches, the bigram
     python scripts/attention_walkthrough.py
 """
-import os
 import sys
 
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import fail, gpt  # noqa: E402
 
 torch.set_printoptions(precision=4, sci_mode=False)
 failures = []
@@ -39,7 +38,7 @@ def run_checked(main, doc):
             print(doc.strip())
             return
         if sys.argv[1:]:
-            gpt.fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
+            fail(f"unknown option {sys.argv[1]!r}: this script takes none", code=2)
         failures.clear()
         main()
         print()
@@ -47,7 +46,7 @@ def run_checked(main, doc):
             print(f"{len(failures)} check(s) FAILED")
             sys.exit(1)
         print("all checks passed")
-    gpt.run_main(checked)
+    common.run(checked)
 
 # ------------
 # the three versions of "each token averages itself and the tokens before it"

@@ -1,21 +1,12 @@
 """
-Time training steps of gpt.py's model: ms per step, tokens per second and model FLOPs
-utilization (MFU), after a warm-up, with the device synchronized around the timed steps.
+Time training steps of gpt.py's model: ms per step, tokens per second and model FLOPs utilization
+(MFU), after a warm-up, with the device synchronized around the timed steps. Any gpt.py setting
+can follow as --key=value.
 
     python scripts/bench.py                                   # the lecture's config, every switch on
     python scripts/bench.py --use_tf32=False --use_bf16=False --use_compile=False \\
-        --use_fused_adamw=False --use_pinned=False --use_cuda_graph=False \\
-        --fast_attention=False                                # every switch off
+        --use_fused_adamw=False --fast_attention=False        # every switch off: the lecture's float32
     python scripts/bench.py --n_layer=2 --n_embd=64 --block_size=64 --steps=50   # a CPU
-
-Options: --steps=N (timed steps, default 20), --warmup=N (untimed steps first, default 5,
-which also covers torch.compile), --peak_tflops=X (the device's peak for MFU; default 989,
-an H100/H200's dense bf16), --compile_whole=True (torch.compile the whole model instead of
-each Block, for comparison), --evals=N (also time N calls of estimate_loss, the first of which
-compiles the eval graph; default 0), --saves=N (also time N checkpoint writes, model and AdamW
-state, as gpt.py writes them at each evaluation, to a temporary folder; default 0),
---profile=N (run N more steps under torch.profiler and print the 15 operations or kernels that
-took the most time: where a step goes; default 0), and any gpt.py hyperparameter as --key=value.
 """
 import os
 import sys
@@ -24,16 +15,8 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpt  # noqa: E402
-
-steps = 20 # timed steps
-warmup = 5 # untimed steps first (they also cover torch.compile)
-peak_tflops = 989.0 # an H100/H200's dense bf16 peak
-compile_whole = False # compile the whole model as one graph instead of each Block
-evals = 0 # how many estimate_loss calls to time after the steps
-saves = 0 # how many checkpoint writes to time after that
-profile = 0 # how many steps to run under torch.profiler at the end
+import common  # noqa: E402 (beside this file)
+from common import gpt  # noqa: E402
 
 
 def flops_per_step(model):
@@ -53,89 +36,72 @@ def synchronize():
 
 
 def main(argv):
-    settings = {k: getattr(gpt, k) for k in gpt.config_keys}
-    settings.update(steps=steps, warmup=warmup, peak_tflops=peak_tflops,
-                    compile_whole=compile_whole, evals=evals, saves=saves, profile=profile)
-    notes = {**gpt.setting_notes(gpt.__file__), **gpt.setting_notes(__file__)}
-    gpt.apply_overrides(argv, settings, list(settings), gpt.PRESETS, doc=__doc__, notes=notes)
-    for key, value in settings.items():
-        setattr(gpt, key, value)
-    n_steps, n_warmup, peak = settings['steps'], settings['warmup'], settings['peak_tflops']
-    for key, least in [('steps', 1), ('warmup', 0), ('evals', 0), ('saves', 0), ('profile', 0)]:
-        if settings[key] < least:
-            gpt.fail(f"--{key} must be at least {least}, got {settings[key]}")
-    if not peak > 0:
-        gpt.fail(f"--peak_tflops must be above 0, got {peak}")
-    gpt.configure()
-    switches = ['use_tf32', 'use_bf16', 'use_compile', 'compile_mode', 'use_fused_adamw',
-                'use_pinned', 'use_cuda_graph', 'fast_attention']
-    whole = settings['compile_whole'] and gpt.use_compile
-    print(f"device {gpt.device}; " + ', '.join(f"{k}={getattr(gpt, k)}" for k in switches)
-          + (', compile_whole=True' if whole else ''))
-    parts = f" (grad_accum={gpt.grad_accum})" if gpt.grad_accum > 1 else ''
-    print(f"batch_size={gpt.batch_size}{parts} block_size={gpt.block_size} n_layer={gpt.n_layer} "
-          f"n_head={gpt.n_head} n_embd={gpt.n_embd}; {n_warmup} warm-up + {n_steps} timed steps")
+    p = common.argument_parser(__doc__, allow_abbrev=False)
+    p.add_argument('--steps', type=int, default=20, help='timed steps (default: %(default)s)')
+    p.add_argument('--warmup', type=int, default=5, help='untimed steps first; they compile (default: %(default)s)')
+    p.add_argument('--peak_tflops', type=float, default=989.0,
+                   help="the device's peak, for MFU (default: %(default)s, an H100/H200's dense bf16)")
+    p.add_argument('--evals', type=int, default=0, help='also time this many estimate_loss calls')
+    p.add_argument('--saves', type=int, default=0, help='also time this many checkpoint writes')
+    p.add_argument('--profile', type=int, default=0,
+                   help='run this many more steps under torch.profiler: where a step goes')
+    args, settings = p.parse_known_args(argv)
+    if min(args.steps - 1, args.warmup, args.evals, args.saves, args.profile) < 0 or not args.peak_tflops > 0:
+        p.error("--steps must be at least 1, --warmup, --evals, --saves and --profile at least 0, "
+                "--peak_tflops above 0")
+    gpt.configure(settings) # the other options: gpt.py's settings
 
     torch.manual_seed(gpt.seed)
     data = torch.randint(65, (100_000,), device=gpt.device) # timing needs no real text
     model = gpt.GPTLanguageModel(65).to(gpt.device)
-    optimizer = gpt.make_optimizer(model)
-    train_model = model
-    if whole:
-        train_model = torch.compile(model, mode=gpt.compile_mode)
-    elif gpt.use_compile:
-        gpt.compile_blocks(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
+                                  **{'fused' if gpt.use_fused_adamw else 'foreach': True})
+    if gpt.use_compile:
+        for block in model.blocks:
+            block.compile()
 
-    step_fn, eval_fn = gpt.step_functions(train_model, optimizer) # as gpt.py runs them
+    def step(): # gpt.py's training step
+        xb, yb = gpt.get_batch(data)
+        with torch.autocast('cuda', torch.bfloat16, enabled=gpt.use_bf16):
+            loss = model(xb, yb)[1]
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
 
-    def step():
-        gpt.set_lr(optimizer, gpt.get_lr(0))
-        step_fn(*gpt.get_batch(data))
-
-    warmup_steps = max(n_warmup, 4 if gpt.use_cuda_graph else 0) # 4: record the graph too
     t0 = time.time()
-    for _ in range(warmup_steps):
+    for _ in range(args.warmup):
         step()
     synchronize()
     t1 = time.time()
-    # on a slow CPU, how long the rest takes at the warm-up's pace (which, compiling, says nothing)
-    ahead = (t1 - t0) / warmup_steps * n_steps if warmup_steps and not gpt.use_compile else 0
-    print(f"warm-up: {t1 - t0:.1f} s" + (f"; the {n_steps} timed steps take about {ahead / 60:.1f} min "
-                                          "more" if ahead > 30 else ''), flush=True)
-    for _ in range(n_steps):
+    print(f"device {gpt.device}: {args.warmup} warm-up steps in {t1 - t0:.1f} s", flush=True)
+    for _ in range(args.steps):
         step()
     synchronize()
-    seconds = (time.time() - t1) / n_steps
+    seconds = (time.time() - t1) / args.steps
     flops = flops_per_step(model)
     print(f"{seconds * 1000:.2f} ms/step, {gpt.batch_size * gpt.block_size / seconds:,.0f} tok/s, "
-          f"{flops / 1e12:.3f} TFLOP/step, MFU {flops / seconds / (peak * 1e12):.1%} of {peak:g} TFLOP/s")
-    for i in range(settings['evals']): # estimate_loss as gpt.py runs it: 2 splits x eval_iters batches
+          f"{flops / 1e12:.3f} TFLOP/step, MFU {flops / seconds / (args.peak_tflops * 1e12):.1%} "
+          f"of {args.peak_tflops:g} TFLOP/s")
+    for i in range(args.evals): # 2 splits x eval_iters batches, as gpt.py evaluates
         t2 = time.time()
-        gpt.estimate_loss(train_model, {'train': data, 'val': data}, eval_fn)
-        print(f"estimate_loss {i + 1}: {time.time() - t2:.2f} s for 2 x {gpt.eval_iters} batches"
-              + (" (compiles the eval graph)" if i == 0 and gpt.use_compile else ""))
-
+        gpt.estimate_loss(model, {'train': data, 'val': data})
+        print(f"estimate_loss {i + 1}: {time.time() - t2:.2f} s for 2 x {gpt.eval_iters} batches")
     with tempfile.TemporaryDirectory() as folder:
-        for i in range(settings['saves']): # what gpt.py writes to ckpt.pt at each evaluation
-            path = os.path.join(folder, 'ckpt.pt')
-            t3 = time.time()
-            chars = [chr(c) for c in range(65)] # a stand-in vocabulary of the real one's size
-            gpt.save_checkpoint(path, model, optimizer, n_steps, chars, 1.0, 0.0)
+        for i in range(args.saves): # what gpt.py writes to ckpt.pt at each evaluation
+            path, t3 = os.path.join(folder, 'ckpt.pt'), time.time()
+            gpt.save_checkpoint(path, model, optimizer, [chr(c) for c in range(65)], args.steps, 1.0, t0)
             print(f"checkpoint {i + 1}: {time.time() - t3:.3f} s for {os.path.getsize(path) / 1e6:.1f} MB")
-
-    if settings['profile']:
+    if args.profile:
         on_gpu = torch.device(gpt.device).type == 'cuda'
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if on_gpu: # the GPU's own time for each kernel
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        activities = [torch.profiler.ProfilerActivity.CPU] + [torch.profiler.ProfilerActivity.CUDA] * on_gpu
         with torch.profiler.profile(activities=activities) as prof:
-            for _ in range(settings['profile']):
+            for _ in range(args.profile):
                 step()
             synchronize()
         sort_by = 'self_device_time_total' if on_gpu else 'self_cpu_time_total'
-        print(f"profile of {settings['profile']} steps, by {sort_by}:")
+        print(f"profile of {args.profile} steps, by {sort_by}:")
         print(prof.key_averages().table(sort_by=sort_by, row_limit=15))
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:], shrink='--batch_size or --block_size, or a smaller model')
+    common.run(main, sys.argv[1:], shrink='--batch_size or --block_size, or a smaller model')

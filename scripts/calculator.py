@@ -41,7 +41,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import addition  # noqa: E402
-from addition import gpt  # noqa: E402
+import common  # noqa: E402
 
 VOCAB = '0123456789+-*/=r,$' # '$' ends an answer
 OPS = '+-*/'
@@ -154,7 +154,7 @@ class Problems:
 
 
 def parse_args(argv):
-    p = gpt.argument_parser(__doc__)
+    p = common.argument_parser(__doc__)
     p.add_argument('--digits', type=int, default=2, help='digits per operand, 1 to 9 (default: %(default)s)')
     p.add_argument('--ops', default=OPS, help="the operations, any of '+-*/' (default: %(default)s)")
     p.add_argument('--cot', action='store_true',
@@ -178,7 +178,7 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
-    gpt.check_device(args.device)
+    common.check_device(args.device)
     t_start = time.time()
     problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed)
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
@@ -220,4 +220,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:], shrink='--batch_size, or a smaller model')
+    common.run(main, sys.argv[1:], shrink='--batch_size, or a smaller model')

@@ -7,16 +7,13 @@ makes is checked, and the script exits non-zero if one fails. About 6 s on a 2-c
     python scripts/attention_walkthrough.py     # the notebook's second part: the attention trick
 """
 import math
-import os
-import sys
 
 import torch
 from torch.nn import functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bigram  # noqa: E402
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import gpt  # noqa: E402
+import bigram  # noqa: E402 (common puts the project's folder first on the path)
 from attention_walkthrough import check, run_checked, section  # noqa: E402 (the second part)
 
 
@@ -31,7 +28,7 @@ def main():
           vocab_size == 65 and chars[:2] == ['\n', ' '])
 
     section("2. tokens: each character becomes an integer, and back")
-    encode, decode = gpt.make_codec(chars)
+    encode, decode = common.codec(chars)
     print(f"encode('hii there') = {encode('hii there')}\ndecode(that) = {decode(encode('hii there'))!r}")
     check("decode(encode(s)) gives s back", decode(encode(text[:1000])) == text[:1000])
     check("'h' is 46 and 'e' is 43, as in the lecture", encode('he') == [46, 43])
@@ -47,8 +44,8 @@ def main():
     n = int(0.9 * len(data))
     train_data, val_data = data[:n], data[n:]
     print(f"train: {len(train_data):,} characters, val: {len(val_data):,}")
-    check("the split is gpt.py's split_data", all(torch.equal(a, b) for a, b in
-                                                  zip((train_data, val_data), gpt.split_data(data))))
+    check("the split is gpt.py's (common.split)", all(torch.equal(a, b) for a, b in
+                                                  zip((train_data, val_data), common.split(data))))
 
     section("5. a chunk of block_size + 1 characters holds block_size examples")
     block_size = 8

@@ -24,8 +24,8 @@ import time
 import torch
 from torch.nn import functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import fail, gpt  # noqa: E402
 import sample  # noqa: E402 (beside this file)
 
 COMPRESSORS = { # the formats of the command-line tools with these options
@@ -36,7 +36,7 @@ COMPRESSORS = { # the formats of the command-line tools with these options
 
 
 def parse_args(argv):
-    p = gpt.argument_parser(__doc__)
+    p = common.argument_parser(__doc__)
     sample.add_model_options(p)
     p.add_argument('--split', choices=['val', 'train'], default='val', help='default: %(default)s')
     p.add_argument('--input_file', type=os.path.expanduser, default=None,
@@ -50,8 +50,7 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if not args.progress_seconds >= 0:
         p.error(f"--progress_seconds must be >= 0, got {args.progress_seconds}")
-    sample.check_model_options(p, args)
-    return args
+    return sample.checked_model_options(p, args)
 
 
 def windows(n, block_size, stride):
@@ -98,21 +97,22 @@ def compressed_bits(text, before=''):
 
 def main(argv):
     args = parse_args(argv)
-    gpt.check_device(args.device)
+    common.check_device(args.device)
     model, checkpoint = sample.load_model(args.ckpt, args.device)
     chars, block_size = checkpoint['chars'], checkpoint['config']['block_size']
     input_file = checkpoint['config'].get('input_file', '') if args.input_file is None else args.input_file
     if input_file and not os.path.exists(input_file):
-        gpt.fail(f"{input_file}, the text the model was trained on, is not there: give its path "
+        fail(f"{input_file}, the text the model was trained on, is not there: give its path "
                  "with --input_file")
-    text = gpt.read_text(input_file or gpt.INPUT_PATH, url=None if input_file else gpt.DATA_URL)
+    gpt.input_file = input_file
+    text = gpt.read_text()
     sample.check_vocabulary(text, chars, what=input_file or gpt.INPUT_PATH,
                             hint=': is it the text the model was trained on? (--input_file)')
-    encode, _ = gpt.make_codec(chars)
-    train, val = gpt.split_data(text)
+    encode, _ = common.codec(chars)
+    train, val = common.split(text)
     split = val if args.split == 'val' else train
     if len(split) <= block_size:
-        gpt.fail(f"the {args.split} split has {len(split):,} characters; the model reads windows of "
+        fail(f"the {args.split} split has {len(split):,} characters; the model reads windows of "
                  f"{block_size + 1}")
     data = torch.tensor(encode(split), dtype=torch.long, device=args.device)
     print(f"{args.ckpt}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, block_size "
@@ -126,7 +126,7 @@ def main(argv):
             if args.progress_seconds and time.time() - t_print >= args.progress_seconds and done < total:
                 t_print = time.time()
                 seconds = (t_print - t_start) / done
-                left = gpt.duration((total - done) * seconds)
+                left = common.duration((total - done) * seconds)
                 print(f"{label}: window {done:,} of {total:,} | {t_print - t0:.1f}s, "
                       f"{seconds * 1000:.1f} ms/window, {left} left", file=sys.stderr, flush=True)
         return show
@@ -154,4 +154,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:], shrink='--batch_size')
+    common.run(main, sys.argv[1:], shrink='--batch_size')

@@ -28,8 +28,8 @@ import unicodedata
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import fail, gpt  # noqa: E402
 
 # characters that have a near twin in Tiny Shakespeare's vocabulary
 TWINS = str.maketrans({'\t': ' ', '\u2018': "'", '\u2019': "'", '\u2013': '-', '\u2014': '-'})
@@ -51,14 +51,14 @@ def train(model, splits, steps, label, lr=None):
     gpt.max_iters = steps
     if lr is not None:
         gpt.learning_rate, gpt.min_lr = lr, lr / 10
-    optimizer = gpt.make_optimizer(model)
-    step_fn, eval_fn = gpt.step_functions(model, optimizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
+                                  **{'fused' if gpt.use_fused_adamw else 'foreach': True})
     t0 = t_last = time.time()
     step_last = 0
     try:
         for step in range(steps + 1):
             if step % gpt.eval_interval == 0 or step == steps:
-                losses = gpt.estimate_loss(model, splits, eval_fn)
+                losses = gpt.estimate_loss(model, splits)
                 now = time.time() # and the speed since the last evaluation, this one included
                 speed = f", {(now - t_last) / (step - step_last) * 1000:.1f} ms/step" if step else ''
                 print(f"{label} step {step}: " + ', '.join(f"{k} loss {v:.4f}" for k, v in losses.items())
@@ -67,8 +67,12 @@ def train(model, splits, steps, label, lr=None):
             if step == steps:
                 break
             xb, yb = gpt.get_batch(splits['train'])
-            gpt.set_lr(optimizer, gpt.get_lr(step))
-            step_fn(xb, yb)
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            for group in optimizer.param_groups:
+                group['lr'] = gpt.get_lr(step)
+            optimizer.step()
     finally:
         for k, v in settings.items():
             setattr(gpt, k, v)
@@ -83,7 +87,7 @@ def new_model(vocab_size):
 
 
 def main(argv):
-    p = gpt.argument_parser(__doc__, allow_abbrev=False) # every other --key=value goes to gpt.py
+    p = common.argument_parser(__doc__, allow_abbrev=False) # every other --key=value goes to gpt.py
     p.add_argument('--corpus', type=os.path.expanduser, required=True,
                    help='the larger text to pretrain on (UTF-8)')
     p.add_argument('--pretrain_iters', type=int, default=None, help="P (default: the config's max_iters)")
@@ -96,9 +100,8 @@ def main(argv):
         if arg[2:].partition('=')[0] not in gpt.config_keys or not arg.startswith('--'):
             p.error(f"unrecognized argument {arg!r}: ex3.py takes its own options and gpt.py's "
                     "settings as --key=value")
-    gpt.apply_overrides(['--preset=cpu', '--device=cpu', '--use_tf32=False', '--use_bf16=False',
-                         '--use_compile=False', '--use_cuda_graph=False', *settings],
-                        vars(gpt), gpt.config_keys, gpt.PRESETS)
+    gpt.configure(['--preset=cpu', '--device=cpu', '--use_tf32=False', '--use_bf16=False',
+                   '--use_compile=False', *settings])
     P = gpt.max_iters if args.pretrain_iters is None else args.pretrain_iters
     F = P // 2 if args.finetune_iters is None else args.finetune_iters
     rates = args.finetune_lr or [gpt.learning_rate / 4, gpt.learning_rate]
@@ -110,17 +113,20 @@ def main(argv):
         p.error("--corpus is empty: give the larger text to pretrain on")
     if gpt.input_file:
         p.error("--input_file: ex3.py finetunes on Tiny Shakespeare; give your larger text as --corpus")
-    gpt.configure()
 
     text = gpt.read_text()
     chars = sorted(set(text))
-    encode, _ = gpt.make_codec(chars)
-    corpus = to_vocabulary(gpt.read_text(args.corpus, url=None), chars)
+    encode, _ = common.codec(chars)
+    try:
+        with open(args.corpus, encoding='utf-8') as f:
+            corpus = to_vocabulary(f.read(), chars)
+    except UnicodeDecodeError:
+        fail(f"{args.corpus} is not UTF-8 text")
     if len(corpus) < 20 * gpt.block_size:
-        gpt.fail(f"{args.corpus} holds only {len(corpus):,} characters of Tiny Shakespeare's vocabulary; "
+        fail(f"{args.corpus} holds only {len(corpus):,} characters of Tiny Shakespeare's vocabulary; "
                  f"pretraining needs far more")
-    tiny_train, tiny_val = gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(gpt.device))
-    big_train, big_val = gpt.split_data(torch.tensor(encode(corpus), dtype=torch.long).to(gpt.device))
+    tiny_train, tiny_val = common.split(torch.tensor(encode(text), dtype=torch.long).to(gpt.device))
+    big_train, big_val = common.split(torch.tensor(encode(corpus), dtype=torch.long).to(gpt.device))
     print(f"corpus: {args.corpus}, {len(corpus):,} characters in Tiny Shakespeare's vocabulary "
           f"({len(corpus) / len(text):.1f} times Tiny Shakespeare); P={P}, F={F}, on {gpt.device}",
           flush=True)
@@ -165,4 +171,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:], shrink='--batch_size or --block_size, or a smaller model')
+    common.run(main, sys.argv[1:], shrink='--batch_size or --block_size, or a smaller model')

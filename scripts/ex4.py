@@ -11,10 +11,9 @@ unchanged model on the same seeds:
     python scripts/ex4.py --device=cuda                        # the same runs on a GPU
 
 The baseline on seed 1337 is `python gpt.py --preset=cpu` itself, so on a CPU it prints that
-run's val loss. On a GPU, TF32, bf16, torch.compile and CUDA graphs stay off: float32, as on a CPU.
+run's val loss. On a GPU, TF32, bf16 and torch.compile stay off: float32, as on a CPU.
 """
 import math
-import os
 import statistics
 import sys
 import time
@@ -23,8 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import gpt  # noqa: E402
 import ex3  # noqa: E402 (its train(): gpt.py's loop for one model)
 
 
@@ -135,7 +134,7 @@ def train(feature, seed, splits, vocab_size, label):
 
 
 def main(argv):
-    p = gpt.argument_parser(__doc__)
+    p = common.argument_parser(__doc__)
     p.add_argument('--features', nargs='+', choices=list(FEATURES), default=list(FEATURES), metavar='NAME',
                    help='the features to train, baseline included (default: all of %(choices)s)')
     p.add_argument('--seeds', nargs='+', type=int, default=[1337, 1338, 1339],
@@ -144,21 +143,20 @@ def main(argv):
     p.add_argument('--device', default='cpu', help='default: %(default)s')
     args = p.parse_args(argv)
     for seed in args.seeds:
-        if seed not in gpt.SEEDS:
+        if seed not in common.SEEDS:
             p.error(f"--seeds must be from -2**63 to 2**64 - 1, got {seed}")
     overrides = ['--preset=cpu', f'--device={args.device}', '--use_tf32=False', '--use_bf16=False',
-                 '--use_compile=False', '--use_cuda_graph=False']
+                 '--use_compile=False']
     if args.max_iters is not None:
         if args.max_iters < 1:
             p.error(f"--max_iters must be at least 1, got {args.max_iters}")
         overrides.append(f'--max_iters={args.max_iters}')
-    gpt.apply_overrides(overrides, vars(gpt), gpt.config_keys, gpt.PRESETS)
-    gpt.configure()
+    gpt.configure(overrides)
 
     text = gpt.read_text()
     chars = sorted(set(text))
-    encode, _ = gpt.make_codec(chars)
-    train_data, val_data = gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(gpt.device))
+    encode, _ = common.codec(chars)
+    train_data, val_data = common.split(torch.tensor(encode(text), dtype=torch.long).to(gpt.device))
     splits = {'train': train_data, 'val': val_data}
     runs = len(args.features) * len(args.seeds)
     print(f"{runs} run{'s' if runs > 1 else ''} of the CPU preset, {gpt.max_iters} steps each, "
@@ -197,4 +195,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:])
+    common.run(main, sys.argv[1:])

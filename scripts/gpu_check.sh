@@ -2,9 +2,9 @@
 # Every GPU measurement of the README's "On a GPU" section, in one run, for a machine rented by
 # the minute: the whole `python gpt.py` first (timed from the shell, nothing compiled yet, each
 # line of its output led by the seconds since it started), then scripts/bench.py with every
-# switch on (with its checkpoint writes), without CUDA graphs (with a profile: where a step's GPU
-# time goes, kernel by kernel), without torch.compile and with every switch off, then the GPU
-# tests, then the whole run again without torch.compile.
+# switch on (with its checkpoint writes and a profile: where a step's GPU time goes, kernel by
+# kernel), without torch.compile and with every switch off, then the GPU tests, then the whole
+# run again without torch.compile.
 #
 #   bash scripts/gpu_check.sh 2>&1 | tee gpu.log
 #
@@ -62,13 +62,7 @@ time step gpt.py stamped env TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
 
 section "bench: every switch on, the default"
 step "bench, every switch on" "$python" scripts/bench.py \
-    --steps="$steps" --warmup="$warmup" --evals="$evals" --saves="$saves" "$@"
-
-# the profile here, not under CUDA graphs: the same kernels as a graph's replay runs, but each
-# launched on its own, so that the profiler times and names each one
-section "bench: every switch on but CUDA graphs"
-step "bench without CUDA graphs" "$python" scripts/bench.py --use_cuda_graph=False \
-    --steps="$steps" --warmup="$warmup" --evals="$evals" --profile="$profile" "$@"
+    --steps="$steps" --warmup="$warmup" --evals="$evals" --saves="$saves" --profile="$profile" "$@"
 
 section "bench: every switch on but torch.compile"
 step "bench without torch.compile" "$python" scripts/bench.py --use_compile=False \
@@ -77,9 +71,8 @@ step "bench without torch.compile" "$python" scripts/bench.py --use_compile=Fals
 # a sixth of the steps (50 by default): each is about 8 times slower
 section "bench: every switch off, the lecture's per-head float32 path"
 step "bench, every switch off" "$python" scripts/bench.py --use_tf32=False --use_bf16=False \
-    --use_compile=False --use_fused_adamw=False --use_pinned=False --use_cuda_graph=False \
-    --fast_attention=False --steps=$((steps / 6 > 1 ? steps / 6 : 1)) --warmup="$warmup" \
-    --evals=1 "$@"
+    --use_compile=False --use_fused_adamw=False --fast_attention=False \
+    --steps=$((steps / 6 > 1 ? steps / 6 : 1)) --warmup="$warmup" --evals=1 "$@"
 
 section "tests/test_gpu.py"
 step tests/test_gpu.py "$python" -m pytest -p no:cacheprovider tests/test_gpu.py

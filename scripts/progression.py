@@ -28,9 +28,9 @@ import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import bigram  # noqa: E402
-import gpt  # noqa: E402
+import common  # noqa: E402 (beside this file)
+from common import fail, gpt  # noqa: E402
+import bigram  # noqa: E402 (common puts the project's folder first on the path)
 
 # the lecture's configs: the bigram's, the small one of stages 2-6, and the scaled one
 BIGRAM = dict(batch_size=32, block_size=8, learning_rate=1e-2, max_iters=3000, eval_interval=300,
@@ -120,8 +120,8 @@ def load_data(device):
     """The vocabulary and the encoded splits: read once per process, shared by its stages."""
     text = gpt.read_text()
     chars = sorted(set(text))
-    encode, _ = gpt.make_codec(chars)
-    return (chars, *gpt.split_data(torch.tensor(encode(text), dtype=torch.long).to(device)))
+    encode, _ = common.codec(chars)
+    return (chars, *common.split(torch.tensor(encode(text), dtype=torch.long).to(device)))
 
 
 def train_stage(stage, device, overrides, threads):
@@ -151,7 +151,11 @@ def train_stage(stage, device, overrides, threads):
             t_last, step_last = now, step
         if step == config['max_iters']:
             break
-        gpt.train_step(model, optimizer, *gpt.get_batch(train_data)) # float32: use_bf16 is off
+        xb, yb = gpt.get_batch(train_data) # float32 throughout, as the lecture's runs
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
     return {'stage': stage, 'added': STAGES[stage][0],
             'params': sum(p.numel() for p in model.parameters()),
             'train': round(losses['train'], 4), 'val': round(losses['val'], 4),
@@ -181,7 +185,7 @@ def markdown(rows):
 
 
 def main(argv):
-    p = gpt.argument_parser(__doc__)
+    p = common.argument_parser(__doc__)
     p.add_argument('--stages', type=parse_stages, default=parse_stages('1-6'),
                    help="e.g. 1-6, 7 or 2,5 (default: 1-6, the lecture's small config; 7 is the full gpt.py)")
     p.add_argument('--device', default=gpt.device, help='default: %(default)s')
@@ -199,10 +203,10 @@ def main(argv):
     for key in ('max_iters', 'eval_iters', 'jobs'):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             p.error(f"--{key} must be at least 1, got {getattr(args, key)}")
-    problem = args.json and gpt.why_cannot_write(args.json) # now, not after hours
-    if problem:
-        p.error(f"--json {args.json}: {problem}")
-    on_cpu = gpt.check_device(args.device) == 'cpu'
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))): # now, not after hours
+        p.error(f"--json {args.json}: no such folder")
+    common.check_device(args.device)
+    on_cpu = torch.device(args.device).type == 'cpu'
     gpt.read_text() # download before any worker starts, if needed
     jobs = max(1, min(args.jobs or (os.cpu_count() if on_cpu else 1), len(args.stages)))
     if 7 in args.stages and on_cpu:
@@ -230,7 +234,7 @@ def main(argv):
     print(markdown(rows))
     print(f"\n{time.time() - t0:.0f} s in all, PyTorch {torch.__version__}, {args.device}")
     if args.json:
-        gpt.save_atomically(args.json, lambda f: f.write(json.dumps(rows, indent=1).encode()))
+        common.save_atomically(args.json, json.dumps(rows, indent=1).encode())
         print(f"wrote {args.json}")
 
 
@@ -260,7 +264,7 @@ def train_side_by_side(work, jobs):
                     row, where = receive.recv()
                 except EOFError: # it died without a word (killed: out of memory?)
                     worker.join()
-                    gpt.fail(f"the process training stage {stage} stopped with exit code {worker.exitcode}")
+                    fail(f"the process training stage {stage} stopped with exit code {worker.exitcode}")
                 worker.join()
                 if where: # its own error, raised here: one line if out of memory, else after its traceback
                     raise row from RuntimeError(f"in the process training stage {stage}:\n{where}")
@@ -288,4 +292,4 @@ def train_stage_and_send(w, send):
 
 
 if __name__ == '__main__':
-    gpt.run_main(main, sys.argv[1:])
+    common.run(main, sys.argv[1:])

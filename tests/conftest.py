@@ -1,6 +1,7 @@
 import contextlib
 import io
 import os
+import re
 import runpy
 import signal
 import subprocess
@@ -11,25 +12,28 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(1, os.path.join(ROOT, 'scripts'))
 INPUT = os.path.join(ROOT, 'input.txt')
 
 import gpt  # noqa: E402
 
-# what gpt.py handles while it trains (Ctrl-C, kill, a terminal that closes)
-STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, 'SIGHUP') else [])
+needs_input = pytest.mark.skipif(not os.path.exists(INPUT),
+                                 reason="input.txt is absent: python bigram.py (seconds) downloads it")
+
+# The tests press Ctrl-C, in this process and in the ones it starts. A test run started with SIGINT
+# ignored (a shell script's background job) would pass that on to them.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def run_here(script, *args, cwd=None, stdout=None):
-    """Run a script as `python script args` would, but inside this process: no new interpreter
-    and no second import of torch (about 1.5 s each), for checks of what a run prints and how it
-    exits, and for short training runs. What the run changes in gpt's settings, torch's random
-    numbers and the handlers of Ctrl-C, SIGTERM and SIGHUP (of a run that stopped inside its loop)
-    is put back afterwards.
-    stdout: a file to print into instead of a string."""
+def run_here(script, *args, cwd=None):
+    """Run a script as `python script args` would, but inside this process: no new interpreter and
+    no second import of torch. What the run changes in gpt's settings, torch's random numbers and
+    the handlers of Ctrl-C and SIGTERM is put back afterwards."""
     path = os.path.join(ROOT, script)
     settings, argv, paths, here = dict(vars(gpt)), sys.argv, list(sys.path), os.getcwd()
-    rng, handlers = torch.get_rng_state(), {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    out, err, code = stdout or io.StringIO(), io.StringIO(), 0
+    rng = torch.get_rng_state()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    out, err, code = io.StringIO(), io.StringIO(), 0
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(path)) # as python does: the script's folder comes first
     try:
@@ -48,36 +52,38 @@ def run_here(script, *args, cwd=None, stdout=None):
         torch.set_rng_state(rng)
         for s, handler in handlers.items():
             signal.signal(s, handler)
-    printed = None if stdout else out.getvalue()
-    return subprocess.CompletedProcess([path, *args], code, printed, err.getvalue())
+    return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())
 
 
-# The tests press Ctrl-C, in this process and in the ones it starts. A test run started with SIGINT
-# ignored (a shell script's background job) would pass that on, and the scripts would rightly go on
-# ignoring it; a handler of Python's own is reset to the default in a new process.
-signal.signal(signal.SIGINT, signal.default_int_handler)
+def run(script, *args, cwd=None, timeout=300):
+    """`python script args` in a process of its own."""
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
 
 
-# a model small enough to build and train in milliseconds
-TINY = dict(n_embd=32, n_head=4, n_layer=2, block_size=16, batch_size=4, dropout=0.0,
-            fast_attention=False, device='cpu')
+def losses(stdout):
+    """{step: (train, val)} from the 'step N: train loss X, val loss Y' lines."""
+    found = re.findall(r'^step (\d+): train loss ([\d.]+), val loss ([\d.]+)', stdout, re.M)
+    return {int(s): (float(t), float(v)) for s, t, v in found}
+
+
+# a gpt.py run of a second or two
+TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
+            '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=50', '--device=cpu']
 
 
 @pytest.fixture
 def tiny(monkeypatch):
     """gpt's classes read its top-level hyperparameters: shrink them for one test."""
-    for key, value in TINY.items():
+    for key, value in dict(n_embd=32, n_head=4, n_layer=2, block_size=16, batch_size=4, dropout=0.0,
+                           fast_attention=False, device='cpu', use_bf16=False).items():
         monkeypatch.setattr(gpt, key, value)
     return gpt
 
 
-NO_INPUT = "input.txt is absent: python bigram.py (seconds) downloads it"
-needs_input = pytest.mark.skipif(not os.path.exists(INPUT), reason=NO_INPUT)
-
-
-def pytest_terminal_summary(terminalreporter):
-    """Say at the end, not only in -rs, why the tests that read Tiny Shakespeare did not run."""
-    skipped = [r for r in terminalreporter.stats.get('skipped', []) if NO_INPUT in str(r.longrepr)]
-    if skipped:
-        terminalreporter.write_line(f"{len(skipped)} tests that read Tiny Shakespeare were skipped: "
-                                    f"{NO_INPUT}, then run the tests again", yellow=True)
+@pytest.fixture(autouse=True)
+def gpts_settings_put_back():
+    """What a test sets in gpt (gpt.configure sets every setting) is put back after it."""
+    settings = dict(vars(gpt))
+    yield
+    vars(gpt).update(settings)

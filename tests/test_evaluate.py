@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+import common
 import gpt
 from conftest import ROOT, run_here
 
@@ -71,7 +72,7 @@ def run_of_my_own(tiny, tmp_path, monkeypatch):
     chars = sorted(set(text))
     torch.manual_seed(0)
     model = gpt.GPTLanguageModel(len(chars))
-    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, gpt.make_optimizer(model), 0, chars, 9.9, 0.0)
+    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, torch.optim.AdamW(model.parameters()), chars, 0, 9.9, 0.0)
     return tmp_path, model.eval(), text, chars
 
 
@@ -85,8 +86,8 @@ def test_the_script_prints_the_models_loss_beside_the_compressors(run_of_my_own)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f'{folder / "best.pt"}: 0.03M parameters, block_size 16, on every character '
                                'of the val split (300)\n')
-    encode, _ = gpt.make_codec(chars)
-    val = torch.tensor(encode(gpt.split_data(text)[1]))
+    encode, _ = common.codec(chars)
+    val = torch.tensor(encode(common.split(text)[1]))
     rows = table(r.stdout)
     assert rows['the model, after 1 to 16 characters (as gpt.py counts)'] == \
         round(evaluate.exact_loss(model, val, 16, 16), 4)
@@ -94,7 +95,7 @@ def test_the_script_prints_the_models_loss_beside_the_compressors(run_of_my_own)
     assert rows['a uniform guess over its 10 characters'] == round(math.log(10), 4)
     assert [name.split(',')[0] for name in rows if ', ' in name and 'model' not in name] == \
         ['gzip -9', 'bzip2 -9', 'xz -9'] * 2 # the split alone, then after the train split
-    train_bytes, val_bytes = (split.encode() for split in gpt.split_data(text))
+    train_bytes, val_bytes = (split.encode() for split in common.split(text))
     gzipped = len(gzip.compress(val_bytes, 9)) # bytes, for 300 characters
     assert rows['gzip -9, the split alone'] == round(gzipped * 8 / 300 * math.log(2), 4) # in nats
     after = len(gzip.compress(train_bytes + val_bytes, 9)) - len(gzip.compress(train_bytes, 9)) # what val adds

@@ -10,15 +10,14 @@ from conftest import needs_input
 from test_gpu import romeo, trained_small_run
 
 pytestmark = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="needs an Apple GPU (MPS)")
-SWITCHES = ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw', 'use_pinned', 'use_cuda_graph')
+SWITCHES = ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw')
 
 
 def test_the_speed_switches_turn_themselves_off_on_mps(monkeypatch):
     for key in SWITCHES:
         monkeypatch.setattr(gpt, key, True)
     monkeypatch.setattr(gpt, 'fast_attention', None)
-    monkeypatch.setattr(gpt, 'device', 'mps')
-    assert gpt.configure() == 'mps'
+    gpt.configure(['--device=mps'])
     assert not any(getattr(gpt, key) for key in SWITCHES) and gpt.fast_attention is False
 
 
@@ -26,7 +25,6 @@ def test_get_batch_on_mps_draws_the_cpu_batches(tiny, monkeypatch):
     data = torch.arange(1000)
     torch.manual_seed(0)
     x_cpu, y_cpu = gpt.get_batch(data)
-    monkeypatch.setattr(gpt, 'device', 'mps')
     torch.manual_seed(0)
     x_mps, y_mps = gpt.get_batch(data.to('mps'))
     assert x_mps.device.type == 'mps'

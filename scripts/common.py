@@ -1,0 +1,77 @@
+"""
+What the scripts in scripts/ share: gpt.py made importable, the command line with one-line errors,
+files written whole or not at all, and the data as gpt.py splits it.
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+import gpt  # noqa: E402, F401 (the scripts import it from here)
+
+SEEDS = range(-2**63, 2**64) # what torch.manual_seed takes
+
+
+def fail(message, code=1):
+    """Stop with a one-line error instead of a traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def argument_parser(doc, **kwargs):
+    """argparse with doc as its --help, and an error in one line (no usage first), exit code 2."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n")
+    return p
+
+
+def run(main, *args, shrink=None):
+    """main(*args), where Ctrl-C exits with 130, and a file that can't be read or written, or running
+    out of memory (with the options to shrink, if given), is a one-line error."""
+    try:
+        main(*args)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except OSError as e:
+        fail(f"{e.strerror}: {e.filename}" if e.filename else str(e))
+    except RuntimeError as e:
+        if 'out of memory' not in str(e) and "can't allocate memory" not in str(e):
+            raise
+        fail("out of memory" + (f": try a smaller {shrink}" if shrink else ''))
+
+
+def check_device(name):
+    """A one-line error for a device that this machine or this PyTorch lacks."""
+    try:
+        torch.zeros(1, device=name).item()
+    except Exception as e:
+        fail(f"cannot use device {name!r}: {str(e).splitlines()[0]}")
+
+
+def save_atomically(path, data):
+    """data (bytes) into path.tmp, then renamed over path: a crash never leaves path half-written."""
+    with open(path + '.tmp', 'wb') as f:
+        f.write(data)
+    os.replace(path + '.tmp', path)
+
+
+def codec(chars):
+    """encode: string -> list of integers; decode: list of integers -> string (as gpt.py builds them)"""
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    return (lambda s: [stoi[c] for c in s]), (lambda l: ''.join(chars[i] for i in l))
+
+
+def split(data):
+    """gpt.py's split: the first 90% train, the rest val."""
+    n = int(0.9 * len(data))
+    return data[:n], data[n:]
+
+
+def duration(seconds):
+    """'42s', '13 min' or '14.7 h'"""
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"

@@ -1,0 +1,219 @@
+"""gpt.py as a learner runs it: the command line, one-line errors, out_dir, resume and Ctrl-C."""
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import gpt
+from conftest import ROOT, TINY_GPT, losses, needs_input, run, run_here
+
+pytestmark = needs_input
+
+
+def test_a_run_trains_saves_and_samples(tmp_path):
+    r = run_here('gpt.py', *TINY_GPT, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith('device: cpu\nconfig: batch_size=8 block_size=16 max_iters=30 ')
+    found = losses(r.stdout)
+    assert sorted(found) == [0, 10, 20, 30] and found[30][1] < found[0][1] # it learned something
+    assert re.search(r'^step 0: .* \| [\d.]+s$', r.stdout, re.M)
+    assert re.search(r'^step 30: .* \| [\d.]+s, [\d.]+ ms/step$', r.stdout, re.M)
+    assert sorted(os.listdir(tmp_path / 'out')) == ['best.pt', 'ckpt.pt', 'log.csv']
+    rows = (tmp_path / 'out' / 'log.csv').read_text().splitlines()
+    assert rows[0] == 'step,train_loss,val_loss,elapsed_s' and [row.split(',')[0] for row in rows[1:]] == \
+        ['0', '10', '20', '30']
+    assert len(r.stdout.split('step 30: ')[1].split('\n', 1)[1]) >= 50 # the sample
+
+
+def test_best_pt_holds_the_lowest_val_loss(tmp_path):
+    """A learning rate too high for the last steps: val loss rises, and best.pt stays behind."""
+    r = run_here('gpt.py', *TINY_GPT, '--learning_rate=0.3', '--max_iters=40', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    found = losses(r.stdout)
+    best_step = min(found, key=lambda s: found[s][1])
+    assert best_step < 40
+    best = torch.load(tmp_path / 'out' / 'best.pt', weights_only=True)
+    last = torch.load(tmp_path / 'out' / 'ckpt.pt', weights_only=True)
+    assert best['step'] == best_step and last['step'] == 40
+    assert round(best['best_val_loss'], 4) == found[best_step][1] == round(last['best_val_loss'], 4)
+
+
+def test_progress_lines_between_evaluations(tmp_path, monkeypatch):
+    """Every 30 s between evaluations (a CPU): the step, the time, ms/step, and the minutes left.
+    Here the clock moves 31 s at every look."""
+    clock = iter(range(0, 10**6, 31))
+    monkeypatch.setattr(time, 'time', lambda: next(clock))
+    r = run_here('gpt.py', *TINY_GPT, '--out_dir=', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    between = re.findall(r'^step (\d+)/30 \| \d+\.0s, \d+\.0 ms/step, about \d+ min left$', r.stdout, re.M)
+    assert between == [str(s) for s in range(1, 31)]
+
+
+@pytest.mark.parametrize('args, words', [
+    (['--bogus=1'], "unknown option '--bogus=1' (use --key=value); settings: batch_size, block_size, "),
+    (['n_layer=2'], "unknown option 'n_layer=2'"),
+    (['--n_layer'], "unknown option '--n_layer'"),
+    (['--n_layer=2.5'], "--n_layer must be int, got '2.5'"),
+    (['--resume=1'], "--resume must be bool, got '1'"),
+    (['--learning_rate=fast'], "--learning_rate must be float, got 'fast'"),
+    (['--fast_attention=yes'], "--fast_attention must be bool or NoneType, got 'yes'"),
+    (['--preset=gpu'], "--preset must be one of ['cpu'], got 'gpu'"),
+    (['--preset=cpu', '--fast_attention=None', '--n_head=2.0'], "--n_head must be int, got '2.0'"),
+])
+def test_a_bad_option_is_one_line_and_exit_code_2(args, words, tmp_path):
+    r = run_here('gpt.py', *args, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith(f'error: {words}') and r.stderr.count('\n') == 1, r.stderr
+    assert r.stdout == '' and os.listdir(tmp_path) == []
+
+
+def test_option_types_an_int_for_a_float_and_bare_strings(tmp_path):
+    r = run_here('gpt.py', '--learning_rate=1', '--device=cpu', '--out_dir=2024', '--fast_attention=True',
+                 '--max_iters=0', '--eval_iters=1', '--n_layer=1', '--n_embd=16', '--n_head=2',
+                 '--block_size=8', '--max_new_tokens=1', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ' learning_rate=1.0 ' in r.stdout and ' out_dir=2024 ' in r.stdout and 'fast_attention=True' in r.stdout
+    assert sorted(os.listdir(tmp_path / '2024')) == ['best.pt', 'ckpt.pt', 'log.csv']
+
+
+def test_the_cpu_preset_then_the_other_options_wherever_they_stand(tmp_path):
+    r = run_here('gpt.py', '--max_iters=4', '--preset=cpu', '--eval_interval=2', '--eval_iters=2',
+                 '--out_dir=', '--max_new_tokens=5', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    config = dict(kv.split('=') for kv in r.stdout.splitlines()[1].removeprefix('config: ').split())
+    assert {k: config[k] for k in ('n_layer', 'n_embd', 'max_iters', 'eval_interval', 'lr_decay', 'device')} == \
+        dict(n_layer='3', n_embd='96', max_iters='4', eval_interval='2', lr_decay='True', device='cpu')
+    assert sorted(losses(r.stdout)) == [0, 2, 4]
+
+
+def test_help_lists_every_setting_with_its_default():
+    r = run_here('gpt.py', '--help', '--bogus=1')
+    assert r.returncode == 0 and r.stdout.startswith(gpt.__doc__)
+    for key in gpt.config_keys:
+        assert f'  --{key}={getattr(gpt, key)!r}\n' in r.stdout
+    assert "--preset=cpu: {'device': 'cpu', 'n_layer': 3," in r.stdout
+
+
+@pytest.mark.parametrize('args, words', [
+    (['--n_embd=30', '--n_head=4'], 'n_embd=30 must be a multiple of n_head=4: each head is n_embd // n_head wide'),
+    (['--device=cuda'] if not torch.cuda.is_available() else ['--device=cuda:99'], "cannot use device 'cuda"),
+    (['--device=mps'] if not torch.backends.mps.is_available() else ['--device=npu'], "cannot use device '"),
+    (['--device=gpu'], "cannot use device 'gpu': Expected one of "),
+])
+def test_settings_that_cannot_work_are_one_line(args, words, tmp_path):
+    r = run_here('gpt.py', *args, cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith(f'error: {words}') and r.stderr.count('\n') == 1, r.stderr
+
+
+def test_out_of_memory_is_one_line_naming_what_to_shrink(tmp_path):
+    """On a CPU, a key matrix of 2**20 x 2**20 asks for 4 TB at once; on a GPU, CUDA's OutOfMemoryError."""
+    r = run_here('gpt.py', '--device=cpu', '--n_embd=1048576', '--n_head=1', '--block_size=8', '--out_dir=',
+                 cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == ('error: cpu ran out of memory: try a smaller --batch_size (now 64) or --block_size '
+                        '(now 8), or a smaller model (--n_layer=6, --n_embd=1048576)\n')
+
+
+def test_a_new_run_never_overwrites_an_earlier_one(tmp_path):
+    assert run_here('gpt.py', *TINY_GPT, '--max_iters=10', cwd=tmp_path).returncode == 0
+    before = (tmp_path / 'out' / 'ckpt.pt').read_bytes()
+    r = run_here('gpt.py', *TINY_GPT, cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == ('error: out holds a run: go on with --resume=True, or start '
+                                              'another with another --out_dir\n')
+    assert (tmp_path / 'out' / 'ckpt.pt').read_bytes() == before
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(tmp_path_factory):
+    """60 steps with dropout in one go: the run that every resumed run must reproduce."""
+    folder = tmp_path_factory.mktemp('whole')
+    r = run_here('gpt.py', *TINY_GPT, '--max_iters=60', cwd=folder)
+    assert r.returncode == 0, r.stderr
+    return r.stdout, (folder / 'out' / 'log.csv').read_text()
+
+
+def sample(stdout):
+    return stdout.rsplit('step 60: ', 1)[1].split('\n', 1)[1]
+
+
+def test_resume_goes_on_exactly(uninterrupted, tmp_path):
+    """Stopped at step 30, then resumed to 60: the same losses, log and sample as in one go (the
+    weights, AdamW's moments and the random numbers of dropout and of the batches are all restored)."""
+    full, log = uninterrupted
+    first = run_here('gpt.py', *TINY_GPT, cwd=tmp_path)
+    second = run_here('gpt.py', *TINY_GPT, '--max_iters=60', '--resume=True', cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert 'resumed from out/ckpt.pt at step 30 (best val loss ' in second.stdout
+    assert {**losses(first.stdout), **losses(second.stdout)} == losses(full)
+    assert 0 not in losses(second.stdout) and 30 not in losses(second.stdout) # done before it stopped
+    assert sample(second.stdout) == sample(full)
+    strip = lambda text: [row.rsplit(',', 1)[0] for row in text.splitlines()] # without the times
+    assert strip((tmp_path / 'out' / 'log.csv').read_text()) == strip(log)
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM]) # Ctrl-C; kill, or a job's time limit
+def test_ctrl_c_stops_and_says_how_to_resume_from_the_last_evaluation(tmp_path, signum):
+    args = [*TINY_GPT, '--eval_interval=30', '--max_new_tokens=100']
+    full = run_here('gpt.py', *args, '--max_iters=90', f'--out_dir={tmp_path / "whole"}').stdout
+    out = tmp_path / 'my run' # a space: the command printed to resume must quote it
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, 'gpt.py'), *args, '--max_iters=100000',
+                          f'--out_dir={out}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.startswith('step 30:'):
+            p.send_signal(signum)
+            break
+    rest, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.count('\n') == 1 and 'Traceback' not in err, err
+    python, script, *again = shlex.split(err.removeprefix('error: interrupted; resume with: '))
+    assert python == 'python' and script == os.path.join(ROOT, 'gpt.py') and again[-1] == '--resume=True'
+    r = run_here(script, *again, '--max_iters=90') # as printed, to step 90
+    assert r.returncode == 0, r.stderr
+    resumed = int(re.search(rf'^resumed from {re.escape(str(out / "ckpt.pt"))} at step (\d+) ', r.stdout,
+                            re.M).group(1))
+    assert resumed in (0, 30, 60) # the last checkpoint saved before the signal came
+    assert losses(r.stdout) == {s: v for s, v in losses(full).items() if s > resumed}
+    sample = lambda stdout: stdout.rsplit('step 90: ', 1)[1].split('\n', 1)[1]
+    assert sample(r.stdout) == sample(full)
+
+
+@pytest.mark.parametrize('make, words', [
+    (lambda out: None, 'No such file or directory'),
+    (lambda out: (out / 'ckpt.pt').write_bytes(b'PK\x03\x04 cut short'), 'damaged, or cut short'),
+])
+def test_resuming_from_no_checkpoint_or_a_damaged_one_is_one_line(tmp_path, make, words):
+    (tmp_path / 'out').mkdir()
+    make(tmp_path / 'out')
+    r = run_here('gpt.py', *TINY_GPT, '--resume=True', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith('error: cannot resume from out/ckpt.pt: ') and \
+        words in r.stderr and r.stderr.count('\n') == 1, r.stderr
+
+
+def test_resuming_with_another_shape_is_one_line(tmp_path):
+    assert run_here('gpt.py', *TINY_GPT, '--max_iters=0', cwd=tmp_path).returncode == 0
+    r = run_here('gpt.py', *TINY_GPT, '--n_embd=32', '--resume=True', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == ('error: cannot resume from out/ckpt.pt: another text, or '
+                                              '--n_embd=16 --n_head=2 --n_layer=1 --block_size=16\n')
+
+
+def test_an_out_dir_that_cannot_be_written_is_one_line(tmp_path):
+    (tmp_path / 'file').write_text('not a folder')
+    r = run_here('gpt.py', *TINY_GPT, '--out_dir=file', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == 'error: File exists: file\n', r.stderr
+
+
+def test_importing_is_silent_and_writes_nothing(tmp_path):
+    code = f"import sys; sys.path.insert(0, {ROOT!r}); import gpt, bigram"
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout == r.stderr == '' and os.listdir(tmp_path) == []
+
+
+def test_a_full_run_in_a_process_of_its_own(tmp_path):
+    """As a learner types it: python gpt.py, in a new process, in another folder."""
+    r = run('gpt.py', *TINY_GPT, '--max_iters=10', cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == '', r.stderr
+    assert sorted(losses(r.stdout)) == [0, 10]

@@ -1,5 +1,4 @@
-"""The bigram model of "Let's build GPT: from scratch, in code, spelled out" (part 1): each character
-predicts the next from a lookup table. `python bigram.py --max_iters=500` sets any hyperparameter below."""
+"""The bigram model of "Let's build GPT" (part 1); `python bigram.py --max_iters=500` sets any setting below."""
 import hashlib
 import os
 import sys
@@ -23,28 +22,26 @@ DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
 INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
 
 def read_text():
-    """Tiny Shakespeare: downloaded on first use, checked, written whole or not at all."""
-    if not os.path.exists(INPUT_PATH):
+    """Tiny Shakespeare: downloaded on first use, checked against its sha256, written whole."""
+    if os.path.exists(INPUT_PATH):
+        with open(INPUT_PATH, 'rb') as f:
+            raw = f.read()
+    else:
         print(f"downloading Tiny Shakespeare from {DATA_URL}")
         try:
             import requests
-            content = requests.get(DATA_URL, timeout=30).content
-            if hashlib.sha256(content).hexdigest() != DATA_SHA256:
-                raise ValueError("what came is not Tiny Shakespeare: its sha256 differs")
+            raw = requests.get(DATA_URL, timeout=30).content
         except Exception as e:
-            fail(f"could not download it ({e if isinstance(e, ValueError) else type(e).__name__}): "
-                 f"fetch {DATA_URL} by hand to {INPUT_PATH}")
-        with open(INPUT_PATH + '.tmp', 'wb') as f: # then renamed: never half-written
-            f.write(content)
-        os.replace(INPUT_PATH + '.tmp', INPUT_PATH)
-    with open(INPUT_PATH, 'rb') as f:
-        raw = f.read()
+            fail(f"could not download it ({type(e).__name__}): fetch {DATA_URL} by hand to {INPUT_PATH}")
     if hashlib.sha256(raw).hexdigest() != DATA_SHA256:
-        fail(f"{INPUT_PATH} is not Tiny Shakespeare (its sha256 differs): delete it to download it again")
+        fail(f"not Tiny Shakespeare (its sha256 differs): delete {INPUT_PATH}, or fetch {DATA_URL} by hand")
+    if not os.path.exists(INPUT_PATH):
+        with open(INPUT_PATH + '.tmp', 'wb') as f: # then renamed: never half-written
+            f.write(raw)
+        os.replace(INPUT_PATH + '.tmp', INPUT_PATH)
     return raw.decode()
 
-def get_batch(data):
-    """Inputs x and targets y (x shifted by one) at batch_size random offsets into data."""
+def get_batch(data): # inputs x and targets y (x shifted by one) at batch_size random offsets
     ix = torch.randint(len(data) - block_size, (batch_size,))
     t = torch.arange(block_size) # one gather picks the same characters as the lecture's loop of slices
     return data[ix[:, None] + t].to(device), data[ix[:, None] + t + 1].to(device) # (B,T), (B,T)

@@ -1,5 +1,4 @@
-"""
-The GPT of "Let's build GPT: from scratch, in code, spelled out" (Andrej Karpathy, 2023), trained on
+"""The GPT of "Let's build GPT: from scratch, in code, spelled out" (Andrej Karpathy, 2023), trained on
 Tiny Shakespeare. `python gpt.py` is the lecture's run (a GPU: minutes; a CPU: hours); `--preset=cpu`
 reaches val loss 1.64 in 2 minutes on 2 cores; `--help` lists every setting. Importing it does nothing.
 """
@@ -11,7 +10,6 @@ import shlex
 import signal
 import sys
 import time
-from contextlib import nullcontext
 
 import torch
 import torch.nn as nn
@@ -32,7 +30,6 @@ dropout = 0.2 # probability of zeroing an activation during training
 # not in the lecture
 seed = 1337 # for torch.manual_seed: the initial weights and the batches
 input_file = '' # a text file of your own to train on (lecture EX2); '' is Tiny Shakespeare
-max_new_tokens = 500 # length of the sample printed at the end
 out_dir = 'out' # where ckpt.pt, best.pt and log.csv go ('' saves nothing)
 resume = False # go on from out_dir/ckpt.pt
 preset = '' # 'cpu': the settings in PRESETS below, then the other options
@@ -56,24 +53,23 @@ DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
 INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
 
 def read_text():
-    """input_file, or Tiny Shakespeare: downloaded on first use, checked, written whole or not at all."""
-    if not input_file and not os.path.exists(INPUT_PATH):
+    """input_file, or Tiny Shakespeare: downloaded on first use, checked against its sha256, written whole."""
+    if input_file or os.path.exists(INPUT_PATH):
+        with open(input_file or INPUT_PATH, 'rb') as f:
+            raw = f.read()
+    else:
         print(f"downloading Tiny Shakespeare from {DATA_URL}")
         try:
             import requests
-            content = requests.get(DATA_URL, timeout=30).content
-            if hashlib.sha256(content).hexdigest() != DATA_SHA256:
-                raise ValueError("what came is not Tiny Shakespeare: its sha256 differs")
+            raw = requests.get(DATA_URL, timeout=30).content
         except Exception as e:
-            fail(f"could not download it ({e if isinstance(e, ValueError) else type(e).__name__}): "
-                 f"fetch {DATA_URL} by hand to {INPUT_PATH}")
-        with open(INPUT_PATH + '.tmp', 'wb') as f: # then renamed: never half-written
-            f.write(content)
-        os.replace(INPUT_PATH + '.tmp', INPUT_PATH)
-    with open(input_file or INPUT_PATH, 'rb') as f:
-        raw = f.read()
+            fail(f"could not download it ({type(e).__name__}): fetch {DATA_URL} by hand to {INPUT_PATH}")
     if not input_file and hashlib.sha256(raw).hexdigest() != DATA_SHA256:
-        fail(f"{INPUT_PATH} is not Tiny Shakespeare (its sha256 differs): delete it to download it again")
+        fail(f"not Tiny Shakespeare (its sha256 differs): delete {INPUT_PATH}, or fetch {DATA_URL} by hand")
+    if not input_file and not os.path.exists(INPUT_PATH):
+        with open(INPUT_PATH + '.tmp', 'wb') as f: # then renamed: never half-written
+            f.write(raw)
+        os.replace(INPUT_PATH + '.tmp', INPUT_PATH)
     return raw.decode().replace('\r\n', '\n') # as open(path, 'r') reads it
 
 def get_batch(data):
@@ -100,9 +96,7 @@ def estimate_loss(model, splits):
     model.train()
     return out
 
-# ------------
-# the model
-
+# ------------ the model
 class Head(nn.Module):
     """one head of self-attention"""
 
@@ -232,11 +226,8 @@ class GPTLanguageModel(nn.Module):
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
         """Extend idx (B,T) by max_new_tokens sampled tokens (after model.eval(): no dropout)."""
         for _ in range(max_new_tokens):
-            # crop idx to the last block_size tokens: the position table has no more rows
-            logits, loss = self(idx[:, -len(self.position_embedding_table.weight):])
-            logits = logits[:, -1, :] # focus only on the last time step: (B,C)
-            if temperature != 1.0: # < 1 sharpens, > 1 flattens; the max moved to 0 first: no inf
-                logits = (logits - logits.max(dim=-1, keepdim=True).values) / temperature
+            logits, loss = self(idx[:, -block_size:]) # crop idx to the last block_size tokens
+            logits = logits[:, -1, :] / temperature # the last time step: (B,C); < 1 sharpens, > 1 flattens
             if top_k is not None: # only the k likeliest tokens
                 v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
                 logits = logits.masked_fill(logits < v[:, [-1]], float('-inf'))
@@ -274,9 +265,8 @@ def main():
 
     model = GPTLanguageModel(vocab_size).to(device)
     print(sum(p.numel() for p in model.parameters())/1e6, 'M parameters')
-    # fused: one kernel for the whole update (CUDA); else foreach: a few ops over all tensors, not a loop
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate,
-                                  **{'fused' if use_fused_adamw else 'foreach': True})
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, # fused: one kernel (CUDA);
+                                  **{'fused' if use_fused_adamw else 'foreach': True}) # foreach: a few ops
     if use_compile: # the n_layer Blocks share one compiled code: a fraction of the whole model's wait
         for block in model.blocks:
             block.compile()
@@ -290,10 +280,14 @@ def main():
         fail(f"{out_dir} holds a run: go on with --resume=True, or start another with another --out_dir")
     elif out_dir:
         os.makedirs(out_dir, exist_ok=True)
-    save = lambda path: save_checkpoint(path, model, optimizer, chars, step, best_val_loss, t0)
+    def save(path): # all that an exact resume needs, into path.tmp, then renamed: never half-written
+        torch.save({'model': model.state_dict(), 'optimizer': optimizer.state_dict(), 'chars': chars,
+                    'config': {k: globals()[k] for k in config_keys}, 'step': step, 'best_val_loss': best_val_loss,
+                    'elapsed': time.time() - t0, 'rng': torch.get_rng_state(),
+                    'rng_cuda': torch.cuda.get_rng_state_all() if 'cuda' in device else []}, path + '.tmp')
+        os.replace(path + '.tmp', path)
     signal.signal(signal.SIGTERM, signal.default_int_handler) # kill, or a job's time limit: as Ctrl-C
-    t_last = t_print = time.time()
-    step_last = start
+    t_last, step_last = time.time(), start
     for step in range(start, max_iters + 1):
 
         # every once in a while evaluate the loss on train and val sets (a resumed step's is done)
@@ -310,8 +304,7 @@ def main():
                 with open(log_path, 'a' if step else 'w') as f:
                     f.write('' if step else 'step,train_loss,val_loss,elapsed_s\n')
                     f.write(f"{step},{losses['train']:.6f},{losses['val']:.6f},{now - t0:.3f}\n")
-            t_last = t_print = time.time()
-            step_last = step
+            t_last, step_last = time.time(), step
         if step == max_iters:
             break
 
@@ -327,26 +320,20 @@ def main():
             group['lr'] = get_lr(step)
         optimizer.step()
 
-        if time.time() - t_print >= 30: # a slow run (a CPU) shows its progress between evaluations
-            t_print, seconds = time.time(), (time.time() - t_last) / (step + 1 - step_last)
-            print(f"step {step + 1}/{max_iters} | {t_print - t0:.1f}s, {seconds * 1000:.1f} ms/step, "
-                  f"about {(max_iters - step - 1) * seconds / 60:.0f} min left", flush=True)
-
-    # generate from the model, without dropout, uncompiled (each new length would compile again)
+    # generate from the model, in eval mode (no dropout), uncompiled (each length would compile again)
     model.eval()
     context = torch.zeros((1, 1), dtype=torch.long, device=device)
-    with torch.compiler.set_stance('force_eager') if use_compile else nullcontext():
-        print(decode(model.generate(context, max_new_tokens=max_new_tokens)[0].tolist()))
+    with torch.compiler.set_stance('force_eager' if use_compile else 'default'):
+        print(decode(model.generate(context, max_new_tokens=500)[0].tolist()))
 
 # ------------
 # not in the lecture: the command line, the device, checkpoints, Ctrl-C, one-line errors
 
 def configure(argv):
-    """--key=value for the settings above, each of its default's type (an int may stand for a
-    float); then the checks, and the speed switches turned off where they can't work."""
+    """--key=value for the settings above (of its default's type), the checks, and the switches."""
     global use_tf32, use_bf16, use_compile, use_fused_adamw, fast_attention
     if '-h' in argv or '--help' in argv:
-        print(__doc__ + '\n'.join(f"  --{k}={globals()[k]!r}" for k in config_keys) + f"\n--preset=cpu: {PRESETS['cpu']}")
+        print(__doc__ + '\n'.join(f"  --{k}={globals()[k]!r}" for k in config_keys))
         sys.exit(0)
     presets = [arg for arg in argv if arg.startswith('--preset=')]
     for arg in presets[-1:] + [arg for arg in argv if arg not in presets]: # the preset first: the others win
@@ -370,20 +357,12 @@ def configure(argv):
     except Exception as e:
         fail(f"cannot use device {device!r}: {str(e).splitlines()[0]}")
     cuda = torch.device(device).type == 'cuda'
-    use_tf32, use_fused_adamw = use_tf32 and cuda, use_fused_adamw and cuda
+    use_tf32, use_fused_adamw, use_compile = (s and cuda for s in (use_tf32, use_fused_adamw, use_compile))
+    use_compile = use_compile and sys.platform != 'win32' # Windows has no Triton to compile with
     use_bf16 = use_bf16 and cuda and torch.cuda.get_device_capability(device)[0] >= 8 # a T4 has none
-    use_compile = use_compile and cuda and sys.platform != 'win32' # Windows has no Triton to compile with
     fast_attention = cuda if fast_attention is None else fast_attention
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = use_tf32
     print(f"device: {device}\nconfig: " + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
-
-def save_checkpoint(path, model, optimizer, chars, step, best_val_loss, t0):
-    """All that an exact resume needs, into path.tmp, then renamed: never half-written."""
-    torch.save({'model': model.state_dict(), 'optimizer': optimizer.state_dict(), 'chars': chars,
-                'config': {k: globals()[k] for k in config_keys}, 'step': step, 'best_val_loss': best_val_loss,
-                'elapsed': time.time() - t0, 'rng': torch.get_rng_state(),
-                'rng_cuda': torch.cuda.get_rng_state_all() if 'cuda' in device else []}, path + '.tmp')
-    os.replace(path + '.tmp', path)
 
 def load_checkpoint(path, model, optimizer, chars):
     """The model, AdamW and the random numbers as saved: the run goes on as if it never stopped."""

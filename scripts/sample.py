@@ -122,6 +122,8 @@ def main(argv):
     p.add_argument('--device', default=gpt.device, help='default: %(default)s')
     p.add_argument('--out', type=os.path.expanduser, default=None, help='write the samples to this file')
     args = checked_model_options(p, p.parse_args(argv))
+    if args.temperature < 1e-6: # the logits divided by it would overflow
+        p.error(f"--temperature must be at least 1e-6, got {args.temperature} (--top_k=1 takes the likeliest)")
     if args.max_new_tokens < 0 or args.seed not in common.SEEDS:
         p.error(f"--max_new_tokens must be >= 0 and --seed an int64, got {args.max_new_tokens} and {args.seed}")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):

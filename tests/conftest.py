@@ -69,7 +69,7 @@ def losses(stdout):
 
 # a gpt.py run of a second or two
 TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
-            '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--max_new_tokens=50', '--device=cpu']
+            '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--device=cpu']
 
 
 @pytest.fixture

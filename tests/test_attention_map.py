@@ -59,7 +59,8 @@ def ckpt(tiny, tmp_path):
     """A folder with a best.pt of an untrained model of TINY's shape (block_size 16)."""
     torch.manual_seed(0)
     model = gpt.GPTLanguageModel(len(CHARS))
-    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, torch.optim.AdamW(model.parameters()), CHARS, 0, 9.9, 0.0)
+    torch.save({'model': model.state_dict(), 'chars': CHARS, 'config': {k: getattr(gpt, k) for k in gpt.config_keys}},
+               tmp_path / 'best.pt')
     return tmp_path
 
 
@@ -102,7 +103,8 @@ def test_bad_input_is_a_one_line_error(ckpt, args, words, code):
 
 def test_a_model_of_another_text_asks_for_a_prompt_of_its_own(tiny, tmp_path):
     model = gpt.GPTLanguageModel(2) # trained on a text of a and b alone (gpt.py --input_file)
-    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, torch.optim.AdamW(model.parameters()), ['a', 'b'], 0, 9.9, 0.0)
+    torch.save({'model': model.state_dict(), 'chars': ['a', 'b'], 'config': {k: getattr(gpt, k) for k in gpt.config_keys}},
+               tmp_path / 'best.pt')
     r = run_here(SCRIPT, f'--ckpt={tmp_path}')
     assert r.returncode == 1
     assert r.stderr.endswith("its vocabulary is 'ab'; give a prompt of its text with --prompt\n"), r.stderr

@@ -72,7 +72,8 @@ def run_of_my_own(tiny, tmp_path, monkeypatch):
     chars = sorted(set(text))
     torch.manual_seed(0)
     model = gpt.GPTLanguageModel(len(chars))
-    gpt.save_checkpoint(str(tmp_path / 'best.pt'), model, torch.optim.AdamW(model.parameters()), chars, 0, 9.9, 0.0)
+    torch.save({'model': model.state_dict(), 'chars': chars, 'config': {k: getattr(gpt, k) for k in gpt.config_keys}},
+               tmp_path / 'best.pt')
     return tmp_path, model.eval(), text, chars
 
 

@@ -64,7 +64,7 @@ def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
     # the scratch runs are `python gpt.py --preset=cpu` with their step counts
     for _, _, steps, val in rows[:2]:
         g = run_here('gpt.py', '--preset=cpu', f'--max_iters={steps}', '--eval_iters=4', '--warmup_iters=1',
-                     '--device=cpu', '--out_dir=', '--max_new_tokens=0')
+                     '--device=cpu', '--out_dir=')
         assert re.findall(r'val loss ([\d.]+)', g.stdout)[-1] == val
     # the finetuning starts from the pretrained weights, not from scratch
     assert rows[3][3] != rows[0][3]

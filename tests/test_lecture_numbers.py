@@ -29,7 +29,7 @@ def test_gpt_prints_the_losses_of_the_lectures_loop(monkeypatch):
     settings = dict(batch_size=4, block_size=16, max_iters=40, eval_interval=10, learning_rate=1e-3,
                     eval_iters=3, n_embd=16, n_head=2, n_layer=2, dropout=0.2)
     r = run_here('gpt.py', *[f'--{k}={v}' for k, v in settings.items()], '--device=cpu', '--out_dir=',
-                 '--max_new_tokens=0')
+                )
     assert r.returncode == 0, r.stderr
     printed = losses(r.stdout)
     for key, value in dict(settings, device='cpu', fast_attention=False).items():
@@ -84,8 +84,8 @@ def test_gpt_prints_the_losses_of_the_lectures_loop(monkeypatch):
     assert len(set(lecture.values())) == 5 # it trained: no two evaluations alike
 
 
-SMALL = ['--n_layer=2', '--n_head=4', '--n_embd=64', '--block_size=32', '--batch_size=16', '--max_iters=200',
-         '--eval_interval=50', '--eval_iters=20', '--out_dir=', '--device=cpu', '--max_new_tokens=40']
+SMALL = ['--n_layer=2', '--n_head=4', '--n_embd=64', '--block_size=32', '--batch_size=16',
+         '--eval_interval=50', '--eval_iters=20', '--out_dir=', '--device=cpu']
 
 
 @needs_input
@@ -93,11 +93,10 @@ def test_gpt_under_small_overrides_prints_the_same_losses_as_before_the_refactor
     """What gpt.py printed before it was cut down to read like the lecture (commit c590dbd, PyTorch
     2.13 on a CPU): the same numbers now, with the lecture's per-head path and dropout 0.2, and with
     the batched heads (EX1), another dropout and the CPU preset's lr schedule."""
-    r = run_here('gpt.py', *SMALL)
+    r = run_here('gpt.py', *SMALL, '--max_iters=100') # the first 100 of those 200 steps
     assert r.returncode == 0, r.stderr
-    assert losses(r.stdout) == {0: (4.2004, 4.1971), 50: (3.3717, 3.4098), 100: (3.0177, 3.0141),
-                                150: (2.8073, 2.8102), 200: (2.7062, 2.7120)}
-    r = run_here('gpt.py', *SMALL, '--fast_attention=True', '--dropout=0.1', '--lr_decay=True')
+    assert losses(r.stdout) == {0: (4.2004, 4.1971), 50: (3.3717, 3.4098), 100: (3.0177, 3.0141)}
+    r = run_here('gpt.py', *SMALL, '--max_iters=200', '--fast_attention=True', '--dropout=0.1', '--lr_decay=True')
     assert r.returncode == 0, r.stderr
     assert losses(r.stdout) == {0: (4.2004, 4.1971), 50: (3.7776, 3.7961), 100: (3.3474, 3.3539),
                                 150: (3.0152, 3.0248), 200: (2.9470, 2.9701)}

@@ -1,0 +1,110 @@
+"""The READMEs stay true to the code: the options they use exist, the video map points at code that
+exists, their links lead somewhere, and they keep to their budgets."""
+import ast
+import os
+import re
+
+import progression
+from conftest import ROOT, run_here
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding='utf-8') as f:
+        return f.read()
+
+
+def readme_commands():
+    """{script: the --options the READMEs pass to it}, from their bash blocks and inline code."""
+    lines = []
+    for path in ('README.md', 'scripts/README.md'):
+        text = read(path)
+        lines += [line for block in re.findall(r'```bash\n(.*?)```', text, re.S)
+                  for line in block.replace('\\\n', ' ').splitlines()]
+        prose = re.sub(r'```.*?```', '', text, flags=re.S)
+        lines += [span.replace('\n', ' ') for span in re.findall(r'`([^`]+)`', prose)]
+    commands = {}
+    for line in lines:
+        for m in re.finditer(r'python (\S+\.py)((?: (?!python )\S+)*)', line.split(' #')[0]):
+            commands.setdefault(m.group(1), set()).update(re.findall(r'(?<!\S)(--[a-z_0-9]+)', m.group(2)))
+    return commands
+
+
+def test_every_option_in_the_readmes_exists():
+    commands = readme_commands()
+    assert len(commands) >= 10 and '--finetune_lr' in commands['scripts/ex3.py']
+    helps = {script: run_here(script, '--help').stdout for script in commands}
+    for script in ('scripts/ex3.py', 'scripts/ex4.py', 'scripts/bench.py'):
+        helps[script] += helps['gpt.py'] # they pass gpt.py's settings on
+    for script, options in commands.items():
+        known = set(re.findall(r'--[a-z_0-9]+', helps[script])) | {'--help'}
+        assert options <= known, f"{script}: {sorted(options - known)}"
+
+
+def test_the_video_map_points_at_code_that_exists():
+    """README, "Follow the video": every time matches its link, in the video's order, and every
+    walkthrough section, class, method, function, stage, question and test it names exists."""
+    section = read('README.md').split('\n## Follow the video\n')[1].split('\n## ')[0]
+    rows = [line for line in section.splitlines() if line.startswith('| [')]
+    assert len(rows) >= 15
+    defined = {} # {file: {top-level name: names defined in its body}}
+    for path in ['gpt.py', 'bigram.py'] + [f'scripts/{n}' for n in os.listdir(os.path.join(ROOT, 'scripts'))
+                                           if n.endswith('.py')]:
+        tree = ast.parse(read(path))
+        defined[os.path.basename(path)] = {node.name: {n.name for n in getattr(node, 'body', [])
+                                                       if isinstance(n, ast.FunctionDef)}
+                                           for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    claims = read('tests/test_lecture_claims.py')
+    last = -1
+    for row in rows:
+        shown, seconds = re.match(r'\| \[([\d:]+)\]\(https://www\.youtube\.com/watch\?v=kCc8FmEb1nY&t=(\d+)s\)',
+                                  row).groups()
+        assert sum(int(part) * 60 ** i for i, part in enumerate(reversed(shown.split(':')))) == int(seconds), row
+        assert int(seconds) > last, row
+        last = int(seconds)
+        here = row.split(' | ')[-1]
+        for script, first, end in re.findall(r'`(\w+\.py)` §(\d+)(?:-(\d+))?', here):
+            source = read(os.path.join('scripts', script))
+            for n in range(int(first), int(end or first) + 1):
+                assert f'section("{n}. ' in source, f"{script} has no section {n}"
+        for script, names in re.findall(r'`(\w+\.py)`(?: §[\d-]+)?: ((?:`[\w.]+`(?:, )?)+)', here):
+            for name in re.findall(r'`([\w.]+)`', names):
+                top, _, member = name.partition('.')
+                assert top in defined[script], f"{script} defines no {top}"
+                assert not member or member in defined[script][top], f"{script} defines no {name}"
+        for first, end in re.findall(r'stages? (\d+)(?:-(\d+))?', here):
+            assert {int(first), int(end or first)} <= set(progression.STAGES), row
+        for first, end in re.findall(r'questions? (\d+)(?:-(\d+))?', here):
+            assert 1 <= int(first) <= int(end or first) <= 7, row
+        for name in re.findall(r'`(test_\w+)`', here):
+            assert f'def {name}(' in claims, name
+
+
+def anchors(text):
+    """Its headings' anchors, as GitHub spells them."""
+    return {re.sub(r'[^\w\- ]', '', h.lower()).replace(' ', '-') for h in re.findall(r'^#+ (.+)$', text, re.M)}
+
+
+def test_the_readmes_links_lead_somewhere():
+    """Every link to a file of this repository names one that exists, and every #anchor a heading."""
+    for path in ('README.md', 'scripts/README.md'):
+        text, folder = read(path), os.path.dirname(path)
+        for link in re.findall(r'\]\(([^)\s]+)\)', text):
+            if link.startswith(('http://', 'https://')):
+                continue
+            target, _, anchor = link.partition('#')
+            assert not target or os.path.exists(os.path.join(ROOT, folder, target)), (path, link)
+            if anchor:
+                assert anchor in anchors(read(os.path.join(folder, target)) if target else text), (path, link)
+
+
+def test_every_test_the_readme_names_exists():
+    tests = ''.join(read(os.path.join('tests', n)) for n in os.listdir(os.path.join(ROOT, 'tests')) if n.endswith('.py'))
+    for text in (read('README.md'), read('scripts/README.md')):
+        for name in re.findall(r'`(?:tests/\w+\.py::)?(test_\w+)`', text):
+            assert f'def {name}(' in tests, name
+
+
+def test_the_budgets():
+    """The reading budgets: a learner reads these files next to the lecture."""
+    assert read('gpt.py').count('\n') <= 400 and read('bigram.py').count('\n') <= 150
+    assert len(read('README.md')) <= 25_000 and len(read('scripts/README.md')) <= 30_000

@@ -4,6 +4,8 @@ After EX2, the lecture's next step: one GPT as a calculator for + - * and /.
     python scripts/calculator.py                     # 2-digit operands, all four operations
     python scripts/calculator.py --cot               # the same, with the work written out
     python scripts/calculator.py --digits 3 --ops '*' --cot
+    python scripts/calculator.py --ask "57/42" "12*34"    # the trained model answers (out/calculator.pt)
+    echo "99-7" | python scripts/calculator.py --ask      # or one problem a line on standard input
 
 A problem has zero-padded n-digit operands, and each answer is written in the order its
 pencil-and-paper method produces the digits, then an end marker:
@@ -31,9 +33,16 @@ ignore_index), as in scripts/addition.py. It is scored per operation by greedy d
 exact match of the answer (the work it wrote before is not scored: the answer is what a
 calculator is for), on 1,000 held-out problems of n-digit operands (fewer where there are not
 so many) that never appear in training. At the end it shows, per operation, the first of them
-as the model writes it, and the first three it gets wrong, if any.
+as the model writes it, and the first three it gets wrong, if any, and saves the model (--out).
+
+--ask answers problems with the saved model: the work it wrote (with --cot), then the answer in
+reading order (57/42 = 1 r 15), checked against Python's arithmetic, with a mark where it is wrong.
+A problem it cannot take (letters, no operator, an operand longer than it was trained on, a
+division by zero) gets one line that says why, and the others are answered.
 """
+import io
 import os
+import re
 import sys
 import time
 
@@ -42,6 +51,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import addition  # noqa: E402
 import common  # noqa: E402
+from common import gpt  # noqa: E402
 
 VOCAB = '0123456789+-*/=r,$' # '$' ends an answer
 OPS = '+-*/'
@@ -61,12 +71,12 @@ def decode(tokens):
 class Problems:
     """n-digit problems of the given operations as token sequences, from a seeded generator."""
 
-    def __init__(self, digits, ops=OPS, cot=False, seed=1337):
+    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True):
         self.n, self.ops, self.cot = digits, ops, cot
         self.gen = torch.Generator().manual_seed(seed)
         self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
         gen = torch.Generator().manual_seed(seed + 1)
-        for op in ops:
+        for op in ops if held_out else []:
             count = min(1000, 10 ** (2 * digits) // 5)
             held = {}
             while len(held) < count: # a dict keeps the order drawn and drops repeats
@@ -160,6 +170,11 @@ def parse_args(argv):
     p.add_argument('--cot', action='store_true',
                    help='chain of thought: write the work before the answer (for * the partial products, '
                         'for / the steps of long division)')
+    p.add_argument('--out', type=os.path.expanduser, default=os.path.join('out', 'calculator.pt'),
+                   help='where training saves the model, and where --ask reads it (default: %(default)s)')
+    p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
+                   help='answer these problems with the saved model, e.g. --ask "57/42" "12*34"; '
+                        'with none, one a line from standard input')
     addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 1500 per digit',
                               target_help='stop once every operation reaches this held-out exact match, '
                                           'at most 1 (default: %(default)s)')
@@ -173,12 +188,86 @@ def parse_args(argv):
         p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
     if args.max_steps is None:
         args.max_steps = 1500 * args.digits
+    if os.path.isdir(args.out): # said now, not after the training
+        p.error(f"--out {args.out} is a folder: give the name of a file")
     return args
+
+
+def save(path, model, problems):
+    """The model and what --ask needs to read it, written whole or not at all."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True) # out/, as gpt.py makes it
+    buffer = io.BytesIO()
+    torch.save({'model': model.state_dict(), 'digits': problems.n, 'ops': problems.ops, 'cot': problems.cot,
+                'config': {k: getattr(gpt, k) for k in ('n_layer', 'n_head', 'n_embd', 'block_size')}}, buffer)
+    common.save_atomically(path, buffer.getvalue())
+
+
+def load(path, device):
+    """The model saved at path, in eval mode, and its Problems; a one-line error if it can't be read."""
+    try:
+        ckpt = torch.load(path, map_location='cpu', weights_only=True)
+    except FileNotFoundError:
+        common.fail(f"no model at {path}: train one first (python scripts/calculator.py --out={path})")
+    except Exception as e:
+        common.fail(f"{path} is not a readable model of calculator.py ({type(e).__name__})")
+    if not isinstance(ckpt, dict) or not {'model', 'digits', 'ops', 'cot', 'config'} <= ckpt.keys():
+        common.fail(f"{path} is not a model of calculator.py")
+    for key, value in ckpt['config'].items():
+        setattr(gpt, key, value)
+    gpt.dropout, gpt.fast_attention = 0.0, True
+    model = gpt.GPTLanguageModel(len(VOCAB))
+    model.load_state_dict(ckpt['model'])
+    return model.to(device).eval(), Problems(ckpt['digits'], ckpt['ops'], cot=ckpt['cot'], held_out=False)
+
+
+def ask(args, lines):
+    """Answer each problem in lines with the model at args.out: its work, then its answer in reading
+    order, checked against Python's. A problem it cannot take gets one line that says why."""
+    model, problems = load(args.out, args.device)
+    n, wrong = problems.n, 0
+    for line in lines:
+        text = ''.join(line.split())
+        m = re.fullmatch(r'(\d+)([-+*/])(\d+)', text)
+        if not text:
+            continue
+        why = ("it is not a number, an operation (+ - * /) and a number" if not m else
+               f"the model does {', '.join(problems.ops)}, not {m.group(2)}" if m.group(2) not in problems.ops else
+               f"the model was trained on numbers of at most {n} digits" if max(map(int, m.group(1, 3))) >= 10 ** n else
+               "division by zero" if m.group(2) == '/' and int(m.group(3)) == 0 else None)
+        if why:
+            print(f"{text}: cannot answer: {why}")
+            continue
+        a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+        prompt = problems.encode(op, torch.tensor([a]), torch.tensor([b]))[:, :problems.prompt_length]
+        out = addition.greedy(model, prompt.to(args.device), problems.length(op) - problems.prompt_length)
+        written = decode(out[0, problems.prompt_length:].tolist()).split('$')[0]
+        work, _, answer = written.rpartition('=')
+        right = {'+': str(a + b), '-': str(a - b), '*': str(a * b), '/': f"{a // b} r {a % b}" if b else ''}[op]
+        given = reading_order(op, answer)
+        wrong += given != right
+        print((f"  work: {work}\n" if work else '') + f"{a}{op}{b} = {given}"
+              + ('' if given == right else f"   <- WRONG: {right}"))
+    return wrong
+
+
+def reading_order(op, answer):
+    """The answer as the model writes it (see the docstring), in plain reading order; '?' where it
+    is not the form the model was trained to write."""
+    digits = re.fullmatch(r'\d+', answer[1:] if op == '-' else answer)
+    if op == '/':
+        m = re.fullmatch(r'(\d+)r(\d+)', answer)
+        return f"{int(m.group(1))} r {int(m.group(2))}" if m else f"? ({answer})"
+    if not digits or op == '-' and answer[:1] not in '+-':
+        return f"? ({answer})"
+    number = int(digits.group()[::-1]) # least significant digit first
+    return str(-number if op == '-' and answer[0] == '-' else number)
 
 
 def main(argv):
     args = parse_args(argv)
     common.check_device(args.device)
+    if args.ask is not None:
+        return ask(args, args.ask or sys.stdin)
     t_start = time.time()
     problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed)
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
@@ -216,6 +305,10 @@ def main(argv):
             print(f"  {op} wrong on {len(wrong)} of {len(seq)}, the first {min(3, len(wrong))}:")
         for i in wrong[:3]:
             print(f"    {decode(out[i].tolist())}, not {decode(seq[i, start:-1].tolist())}")
+    save(args.out, model, problems)
+    a, b = problems.held_out[args.ops[-1]][0]
+    print(f"saved the model to {args.out}; ask it: python scripts/calculator.py --out={args.out} "
+          f"--ask \"{a}{args.ops[-1]}{b}\"")
     return scores
 
 

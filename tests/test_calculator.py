@@ -1,4 +1,5 @@
 """The calculator after EX2: its problems, their worked answers, the held-out split, a tiny run."""
+import io
 import os
 import random
 import re
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT
+from conftest import ROOT, run_here
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
 import addition  # noqa: E402
@@ -115,12 +116,12 @@ def test_training_problems_are_masked_and_never_held_out():
     assert min(b for _, b in p.held_out['/']) >= 1 and min(b for _, b in seen['/']) == 1 # never by 0
 
 
-def test_a_tiny_run_learns_to_add_and_subtract(capsys, monkeypatch):
+def test_a_tiny_run_learns_to_add_and_subtract(capsys, monkeypatch, tmp_path):
     for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
                 'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
         monkeypatch.setattr(gpt, key, getattr(gpt, key)) # main() sets them: restore them after
     scores = calculator.main(['--ops', '+-', '--max_steps', '350', '--eval_every', '350', '--lr', '3e-3',
-                              '--n_layer', '2', '--n_embd', '64', '--batch_size', '128'])
+                              '--n_layer', '2', '--n_embd', '64', '--batch_size', '128', f'--out={tmp_path / "c.pt"}'])
     assert set(scores) == {'+', '-'} and min(scores.values()) >= 0.5, scores # 70% and 76% here
     out = capsys.readouterr().out
     assert re.search(r'held-out exact match \+ \d+\.\d%, - \d+\.\d%', out)
@@ -150,3 +151,73 @@ def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
     for _ in range(200):
         batches = p.batch(4)
         assert [len(x) for x, _ in batches] == [1, 1, 1, 1]
+
+
+@pytest.fixture(scope='module')
+def saved(tmp_path_factory):
+    """A model of all four operations on 1-digit numbers, trained a few steps and saved: it is
+    often wrong, which the answers must say."""
+    path = tmp_path_factory.mktemp('calc') / 'calculator.pt'
+    settings = {k: getattr(gpt, k) for k in gpt.config_keys}
+    calculator.main(['--digits', '1', '--cot', '--max_steps', '40', '--eval_every', '40', '--n_layer', '1',
+                     '--n_embd', '32', '--batch_size', '64', f'--out={path}'])
+    vars(gpt).update(settings)
+    return path
+
+
+def test_a_saved_model_answers_with_its_work_and_marks_what_is_wrong(saved, capsys, monkeypatch):
+    capsys.readouterr()
+    wrong = calculator.main(['--ask', '9/4', '3*7', '8 - 9', '4+5', f'--out={saved}'])
+    out = capsys.readouterr().out
+    answers = re.findall(r'^(\d)([-+*/])(\d) = (.*?)(?:   <- WRONG: (.*))?$', out, re.M)
+    assert [(a, op, b) for a, op, b, _, _ in answers] == [('9', '/', '4'), ('3', '*', '7'), ('8', '-', '9'),
+                                                         ('4', '+', '5')]
+    right = {'/': '2 r 1', '*': '21', '-': '-1', '+': '9'}
+    for a, op, b, given, correction in answers: # each answer is Python's, or marked with Python's
+        assert (given == right[op] and not correction) or correction == right[op], out
+    assert wrong == sum(bool(c) for *_, c in answers)
+    monkeypatch.setattr(sys, 'stdin', io.StringIO('4+5\n\n8 - 9\n')) # one a line, blank lines skipped
+    calculator.main(['--ask', f'--out={saved}'])
+    assert re.findall(r'^(\d[-+]\d) = ', capsys.readouterr().out, re.M) == ['4+5', '8-9']
+
+
+def test_a_problem_it_cannot_take_is_one_line_and_the_others_are_answered(saved, capsys):
+    calculator.main(['--ask', 'x+1', '12+3', '5/0', '7', '4+5', f'--out={saved}'])
+    out = capsys.readouterr().out.splitlines()
+    assert out[:4] == ['x+1: cannot answer: it is not a number, an operation (+ - * /) and a number',
+                       '12+3: cannot answer: the model was trained on numbers of at most 1 digits',
+                       '5/0: cannot answer: division by zero',
+                       '7: cannot answer: it is not a number, an operation (+ - * /) and a number']
+    assert out[-1].startswith('4+5 = ')
+
+
+@pytest.mark.parametrize('make, words', [
+    (lambda path: None, 'no model at'),
+    (lambda path: path.write_bytes(b'not a model'), 'is not a readable model of calculator.py'),
+    (lambda path: torch.save({'x': 1}, path), 'is not a model of calculator.py'),
+])
+def test_asking_without_a_model_is_one_line(tmp_path, make, words):
+    make(tmp_path / 'c.pt')
+    r = run_here('scripts/calculator.py', '--ask', '1+2', f'--out={tmp_path / "c.pt"}')
+    assert r.returncode == 1 and r.stderr.startswith('error: ') and words in r.stderr and \
+        r.stderr.count('\n') == 1, r.stderr
+
+
+def test_out_that_is_a_folder_is_refused_before_training(tmp_path):
+    r = run_here('scripts/calculator.py', f'--out={tmp_path}')
+    assert r.returncode == 2 and f'--out {tmp_path} is a folder' in r.stderr
+
+
+def test_a_model_that_writes_the_right_work_gets_every_answer_right(saved, capsys, monkeypatch):
+    """A stand-in for the model's greedy decoding that writes each problem as it was trained:
+    the work, then the answer, read back in reading order, with nothing marked wrong."""
+    problems = calculator.Problems(1, cot=True, held_out=False)
+    def perfect(model, idx, new_tokens):
+        a, op, b = calculator.decode(idx[0, :3].tolist())
+        return problems.encode(op, torch.tensor([int(a)]), torch.tensor([int(b)]))[:, :idx.shape[1] + new_tokens]
+    monkeypatch.setattr(addition, 'greedy', perfect)
+    assert calculator.main(['--ask', '9/4', '3*7', '8-9', '4+5', '0/7', f'--out={saved}']) == 0
+    out = capsys.readouterr().out
+    assert re.sub(r'(?m)^  work: .*\n', '', out) == '9/4 = 2 r 1\n3*7 = 21\n8-9 = -1\n4+5 = 9\n0/7 = 0 r 0\n'
+    # the work as written (least significant digit first): 3*7's partial product, 9/4's long division
+    assert '  work: 12\n3*7 = 21\n' in out and '  work: 092801\n9/4 = 2 r 1\n' in out

@@ -71,8 +71,9 @@ def decode(tokens):
 class Problems:
     """n-digit problems of the given operations as token sequences, from a seeded generator."""
 
-    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True):
+    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None):
         self.n, self.ops, self.cot = digits, ops, cot
+        self.shares = shares or [1] * len(ops) # of each batch, per operation
         self.gen = torch.Generator().manual_seed(seed)
         self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
         gen = torch.Generator().manual_seed(seed + 1)
@@ -148,8 +149,9 @@ class Problems:
         """A training batch: per operation (its problems have a length of their own) a pair x, y
         of an equal share of the batch, none of them held out; the prompt's targets are -1."""
         batches = []
+        bounds = [round(batch_size * sum(self.shares[:i]) / sum(self.shares)) for i in range(len(self.ops) + 1)]
         for i, op in enumerate(self.ops):
-            count = batch_size // len(self.ops) + (i < batch_size % len(self.ops))
+            count = max(1, bounds[i + 1] - bounds[i])
             keep = torch.zeros(1, dtype=torch.bool)
             while not keep.any(): # a draw of held-out problems only is drawn again
                 a, b = self.operands(op, count, self.gen)
@@ -170,6 +172,8 @@ def parse_args(argv):
     p.add_argument('--cot', action='store_true',
                    help='chain of thought: write the work before the answer (for * the partial products, '
                         'for / the steps of long division)')
+    p.add_argument('--shares', type=float, nargs='+', default=None, metavar='SHARE',
+                   help='the share of each batch for each operation, in the order of --ops (default: equal)')
     p.add_argument('--out', type=os.path.expanduser, default=os.path.join('out', 'calculator.pt'),
                    help='where training saves the model, and where --ask reads it (default: %(default)s)')
     p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
@@ -188,6 +192,8 @@ def parse_args(argv):
         p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
     if args.max_steps is None:
         args.max_steps = 1500 * args.digits
+    if args.shares is not None and (len(args.shares) != len(args.ops) or min(args.shares) <= 0):
+        p.error(f"--shares takes a share above 0 for each of --ops {args.ops!r}, got {args.shares}")
     if os.path.isdir(args.out): # said now, not after the training
         p.error(f"--out {args.out} is a folder: give the name of a file")
     return args
@@ -269,7 +275,7 @@ def main(argv):
     if args.ask is not None:
         return ask(args, args.ask or sys.stdin)
     t_start = time.time()
-    problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed)
+    problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed, shares=args.shares)
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
     model, optimizer = addition.build_model(args, len(VOCAB), block)
     held = {op: problems.held_out_tensors(op) for op in args.ops}

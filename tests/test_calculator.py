@@ -221,3 +221,11 @@ def test_a_model_that_writes_the_right_work_gets_every_answer_right(saved, capsy
     assert re.sub(r'(?m)^  work: .*\n', '', out) == '9/4 = 2 r 1\n3*7 = 21\n8-9 = -1\n4+5 = 9\n0/7 = 0 r 0\n'
     # the work as written (least significant digit first): 3*7's partial product, 9/4's long division
     assert '  work: 12\n3*7 = 21\n' in out and '  work: 092801\n9/4 = 2 r 1\n' in out
+
+
+def test_shares_split_each_batch_between_the_operations():
+    """By default a quarter of each batch for each operation; --shares 1 1 1 2: two fifths division.
+    (Without held-out problems to leave out, each operation gets exactly its share.)"""
+    for shares, sizes in [(None, [64, 64, 64, 64]), ([1, 1, 1, 2], [51, 51, 52, 102])]:
+        problems = calculator.Problems(1, shares=shares, held_out=False)
+        assert [len(x) for x, _ in problems.batch(256)] == sizes

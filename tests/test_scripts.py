@@ -51,6 +51,7 @@ def test_cpu_sweep_shows_each_runs_progress_then_the_table():
     ('addition', ['--target=2'], 'at most 1 (0.99: 99%), got 2.0'),
     ('calculator', ['--digits=10'], '--digits must be 1 to 9'),
     ('calculator', ['--lr=0'], '--lr must be above 0, got 0.0'),
+    ('calculator', ['--shares', '1', '2'], "--shares takes a share above 0 for each of --ops '+-*/'"),
     ('bench', ['--warmup=-1'], '--steps must be at least 1, --warmup'),
     ('ex4', ['--max_iters=0'], '--max_iters must be at least 1, got 0'),
 ])

@@ -71,8 +71,8 @@ def decode(tokens):
 class Problems:
     """n-digit problems of the given operations as token sequences, from a seeded generator."""
 
-    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None):
-        self.n, self.ops, self.cot = digits, ops, cot
+    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None, tight=0.0):
+        self.n, self.ops, self.cot, self.tight = digits, ops, cot, tight
         self.shares = shares or [1] * len(ops) # of each batch, per operation
         self.gen = torch.Generator().manual_seed(seed)
         self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
@@ -101,9 +101,19 @@ class Problems:
         return int((self.encode(op, one, one)[0] == TOKEN['=']).nonzero().max()) + 1
 
     def operands(self, op, count, gen, mixed=True):
-        """two (count,) tensors of random numbers below 10**n; a divisor is at least 1"""
+        """two (count,) tensors of random numbers below 10**n; a divisor is at least 1. In training
+        (mixed), a share `tight` of the problems of - and / are drawn where their comparison is
+        close: b within 1 of a for -, a within 1 of its nearest multiple of b for / (a remainder of 0, 1 or b-1)."""
         a, b = addition.random_numbers(self.n, count, gen, mixed)
-        return a, (b.clamp(min=1) if op == '/' else b)
+        b = b.clamp(min=1) if op == '/' else b
+        if mixed and self.tight and op in '-/':
+            pick = torch.rand(count, generator=gen) < self.tight
+            near = torch.randint(-1, 2, (count,), generator=gen)
+            if op == '-':
+                b = torch.where(pick, (a + near).clamp(0, 10 ** self.n - 1), b)
+            else:
+                a = torch.where(pick, (torch.round(a / b).long() * b + near).clamp(0, 10 ** self.n - 1), a)
+        return a, b
 
     def written(self, op, a, b):
         """(B,) operands -> (B, W) tokens of the work, if any, and the answer"""
@@ -174,6 +184,9 @@ def parse_args(argv):
                         'for / the steps of long division)')
     p.add_argument('--shares', type=float, nargs='+', default=None, metavar='SHARE',
                    help='the share of each batch for each operation, in the order of --ops (default: equal)')
+    p.add_argument('--tight', type=float, default=0.0,
+                   help='the share of the training problems of - and / drawn where their comparison is close '
+                        '(default: %(default)s)')
     p.add_argument('--out', type=os.path.expanduser, default=os.path.join('out', 'calculator.pt'),
                    help='where training saves the model, and where --ask reads it (default: %(default)s)')
     p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
@@ -194,6 +207,8 @@ def parse_args(argv):
         args.max_steps = 1500 * args.digits
     if args.shares is not None and (len(args.shares) != len(args.ops) or min(args.shares) <= 0):
         p.error(f"--shares takes a share above 0 for each of --ops {args.ops!r}, got {args.shares}")
+    if not 0 <= args.tight < 1:
+        p.error(f"--tight must be at least 0 and below 1, got {args.tight}")
     if os.path.isdir(args.out): # said now, not after the training
         p.error(f"--out {args.out} is a folder: give the name of a file")
     return args
@@ -275,7 +290,7 @@ def main(argv):
     if args.ask is not None:
         return ask(args, args.ask or sys.stdin)
     t_start = time.time()
-    problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed, shares=args.shares)
+    problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed, shares=args.shares, tight=args.tight)
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
     model, optimizer = addition.build_model(args, len(VOCAB), block)
     held = {op: problems.held_out_tensors(op) for op in args.ops}

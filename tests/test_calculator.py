@@ -229,3 +229,17 @@ def test_shares_split_each_batch_between_the_operations():
     for shares, sizes in [(None, [64, 64, 64, 64]), ([1, 1, 1, 2], [51, 51, 52, 102])]:
         problems = calculator.Problems(1, shares=shares, held_out=False)
         assert [len(x) for x, _ in problems.batch(256)] == sizes
+
+
+def test_tight_draws_the_close_comparisons_of_minus_and_divide():
+    """--tight 0.5: half of the training problems of - have b within 1 of a, half of those of / have a
+    within 1 of its nearest multiple of b; + and * are drawn as before."""
+    problems = calculator.Problems(2, tight=0.5, held_out=False)
+    a, b = problems.operands('-', 4000, problems.gen)
+    assert 0.45 < ((a - b).abs() <= 1).float().mean() < 0.6 # a few of the rest are close by chance
+    plain = calculator.Problems(2, held_out=False)
+    near = lambda a, b: ((a - torch.round(a / b) * b).abs() <= 1).float().mean() # small divisors: often
+    a, b = problems.operands('/', 4000, problems.gen)
+    assert near(a, b) > near(*plain.operands('/', 4000, plain.gen)) + 0.15 and (b >= 1).all() and (a <= 99).all()
+    assert all(torch.equal(x, y) for x, y in zip(plain.operands('+', 50, torch.Generator().manual_seed(0)),
+                                                 problems.operands('+', 50, torch.Generator().manual_seed(0))))

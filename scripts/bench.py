@@ -54,19 +54,13 @@ def main(argv):
     torch.manual_seed(gpt.seed)
     data = torch.randint(65, (100_000,), device=gpt.device) # timing needs no real text
     model = gpt.GPTLanguageModel(65).to(gpt.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
-                                  **{'fused' if gpt.use_fused_adamw else 'foreach': True})
+    optimizer = common.optimizer(model)
     if gpt.use_compile:
         for block in model.blocks:
             block.compile()
 
     def step(): # gpt.py's training step
-        xb, yb = gpt.get_batch(data)
-        with torch.autocast('cuda', torch.bfloat16, enabled=gpt.use_bf16):
-            loss = model(xb, yb)[1]
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        common.train_step(model, optimizer, *gpt.get_batch(data), gpt.get_lr(0))
 
     t0 = time.time()
     for _ in range(args.warmup):

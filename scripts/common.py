@@ -10,15 +10,12 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-import gpt  # noqa: E402, F401 (the scripts import it from here)
+import gpt  # noqa: E402 (the scripts import it from here)
 
 SEEDS = range(-2**63, 2**64) # what torch.manual_seed takes
 
 
-def fail(message, code=1):
-    """Stop with a one-line error instead of a traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(code)
+fail = gpt.fail # a one-line error instead of a traceback, as gpt.py gives them
 
 
 def argument_parser(doc, **kwargs):
@@ -49,6 +46,23 @@ def check_device(name):
         torch.zeros(1, device=name).item()
     except Exception as e:
         fail(f"cannot use device {name!r}: {str(e).splitlines()[0]}")
+
+
+def optimizer(model):
+    """AdamW as gpt.py makes it: fused where use_fused_adamw is on (CUDA), else foreach."""
+    return torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
+                             **{'fused' if gpt.use_fused_adamw else 'foreach': True})
+
+
+def train_step(model, optimizer, xb, yb, lr):
+    """A step of gpt.py's loop: forward (bfloat16 where use_bf16 is on), backward, AdamW at lr."""
+    with torch.autocast('cuda', torch.bfloat16, enabled=gpt.use_bf16 and xb.is_cuda):
+        logits, loss = model(xb, yb)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    for group in optimizer.param_groups:
+        group['lr'] = lr
+    optimizer.step()
 
 
 def save_atomically(path, data):

@@ -51,8 +51,7 @@ def train(model, splits, steps, label, lr=None):
     gpt.max_iters = steps
     if lr is not None:
         gpt.learning_rate, gpt.min_lr = lr, lr / 10
-    optimizer = torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
-                                  **{'fused' if gpt.use_fused_adamw else 'foreach': True})
+    optimizer = common.optimizer(model)
     t0 = t_last = time.time()
     step_last = 0
     try:
@@ -66,13 +65,7 @@ def train(model, splits, steps, label, lr=None):
                 t_last, step_last = now, step
             if step == steps:
                 break
-            xb, yb = gpt.get_batch(splits['train'])
-            logits, loss = model(xb, yb)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            for group in optimizer.param_groups:
-                group['lr'] = gpt.get_lr(step)
-            optimizer.step()
+            common.train_step(model, optimizer, *gpt.get_batch(splits['train']), gpt.get_lr(step))
     finally:
         for k, v in settings.items():
             setattr(gpt, k, v)

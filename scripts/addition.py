@@ -128,12 +128,21 @@ def greedy(model, idx, new_tokens):
 
 
 def answers(model, seq, prompt_length, device, chunk=500):
-    """Greedy decoding from each prompt of seq (B, T): the (B, T) problems as the model writes them."""
+    """Greedy decoding from each prompt of seq (B, T): the (B, T) problems as the model writes them.
+    Where every token of a problem after its prompt is the model's most likely next token given the
+    tokens before it, greedy decoding writes that problem as it is: one forward pass checks them
+    all, and only the others are decoded token by token."""
     model.eval()
-    out = [greedy(model, seq[i:i + chunk, :prompt_length].to(device), seq.shape[1] - prompt_length).cpu()
-           for i in range(0, len(seq), chunk)]
+    with torch.no_grad():
+        follows = torch.cat([(model(seq[i:i + chunk, :-1].to(device))[0].argmax(-1).cpu()
+                              == seq[i:i + chunk, 1:])[:, prompt_length - 1:].all(dim=1)
+                             for i in range(0, len(seq), chunk)])
+    out, rest = seq.clone(), (~follows).nonzero()[:, 0]
+    for i in range(0, len(rest), chunk):
+        todo = rest[i:i + chunk]
+        out[todo] = greedy(model, seq[todo, :prompt_length].to(device), seq.shape[1] - prompt_length).cpu()
     model.train()
-    return torch.cat(out)
+    return out
 
 
 def solved(out, seq, scored_from):

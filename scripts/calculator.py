@@ -2,8 +2,8 @@
 After EX2, the lecture's next step: one GPT as a calculator for + - * and /.
 
     python scripts/calculator.py                     # 2-digit operands, all four operations
-    python scripts/calculator.py --cot               # the same, with the work written out
-    python scripts/calculator.py --digits 3 --ops '*' --cot
+    python scripts/calculator.py --digits 3 --eval_every 500
+    python scripts/calculator.py --no-cot            # the answers alone, without the work
     python scripts/calculator.py --ask "57/42" "12*34"    # the trained model answers (out/calculator.pt)
     echo "99-7" | python scripts/calculator.py --ask      # or one problem a line on standard input
 
@@ -15,28 +15,35 @@ pencil-and-paper method produces the digits, then an end marker:
     42*57=4932$      product, 2n digits, least significant first (2394)
     57/42=01r15$     quotient, n digits, most significant first (long division), 'r', remainder
 
-With --cot (chain of thought) the model writes its work before the answer, as on paper:
+For * and / the model first writes its work (chain of thought, off with --no-cot), as on paper:
 
     42*57=492+0012=4932$
         the partial products 42*7 = 294 and 42*5*10 = 2100, least significant digit first,
         then their sum
-    57/42=005000050,057124051=01r15$
-        long division, a step per digit of 57: bring the digit down (005, then 057: what
-        remained, times 10, plus the digit), how many 42s fit in it (0, then 1), their product
-        (000, then 042) and what remains (05, then 15); product and remainder least
-        significant digit first, as multiplication and subtraction write them; then the answer
+    27/14=0020000200+020,0272820999-131=01r13$
+        long division, a step per digit of 27: bring the digit down (002, then 027: what
+        remained, times 10, plus the digit), estimate how many 14s fit (027/14 rounded: 2),
+        their product (28), subtract it as subtraction does, and write the final borrow (999,
+        then '-': 27 - 28 is below 0); then the digit (the estimate, less 1 after a borrow: 1)
+        and what remains (999 + 14 = 13 after a borrow). Products, differences and remainders
+        least significant digit first, as multiplication and subtraction write them; then the
+        answer. Rounding makes an estimate that is off near a multiple of the divisor one too
+        many, which the borrow corrects, and the model writes the borrow rather than guessing it.
 
 The model is gpt.py's GPTLanguageModel with its own 18-symbol vocabulary. One model learns all
-the operations asked for; each batch holds an equal share of each, drawn at random (operands 1
-to n digits long; a divisor of 0 becomes 1). The prompt is masked out of the loss (target -1,
+the operations asked for; each batch holds a share of each (--shares; / twice the others),
+drawn at random, none of them held out: a quarter with operands of 1 to n digits (--short),
+the rest uniform below 10**n, as the held-out problems; a quarter of those of - and / close to
+a tie (--tight); a divisor of 0 becomes 1. The prompt is masked out of the loss (target -1,
 ignore_index), as in scripts/addition.py. It is scored per operation by greedy decoding, as
 exact match of the answer (the work it wrote before is not scored: the answer is what a
 calculator is for), on 1,000 held-out problems of n-digit operands (fewer where there are not
-so many) that never appear in training. At the end it shows, per operation, the first of them
-as the model writes it, and the first three it gets wrong, if any, and saves the model (--out).
+so many) that never appear in training. Training stops once every operation reaches --target.
+At the end it shows, per operation, the first held-out problem as the model writes it, and the
+first three it gets wrong, if any, and saves the model (--out).
 
---ask answers problems with the saved model: the work it wrote (with --cot), then the answer in
-reading order (57/42 = 1 r 15), checked against Python's arithmetic, with a mark where it is wrong.
+--ask answers problems with the saved model: the work it wrote, then the answer in reading
+order (57/42 = 1 r 15), checked against Python's arithmetic, with a mark where it is wrong.
 A problem it cannot take (letters, no operator, an operand longer than it was trained on, a
 division by zero) gets one line that says why, and the others are answered.
 """
@@ -71,8 +78,8 @@ def decode(tokens):
 class Problems:
     """n-digit problems of the given operations as token sequences, from a seeded generator."""
 
-    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None, tight=0.0):
-        self.n, self.ops, self.cot, self.tight = digits, ops, cot, tight
+    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None, tight=0.0, short=0.0):
+        self.n, self.ops, self.cot, self.tight, self.short = digits, ops, cot, tight, short
         self.shares = shares or [1] * len(ops) # of each batch, per operation
         self.gen = torch.Generator().manual_seed(seed)
         self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
@@ -81,7 +88,7 @@ class Problems:
             count = min(1000, 10 ** (2 * digits) // 5)
             held = {}
             while len(held) < count: # a dict keeps the order drawn and drops repeats
-                a, b = self.operands(op, count - len(held), gen, mixed=False)
+                a, b = self.operands(op, count - len(held), gen, training=False)
                 held.update(dict.fromkeys(zip(a.tolist(), b.tolist())))
             self.held_out[op] = list(held)
         self.held_set = {(op, a, b) for op, pairs in self.held_out.items() for a, b in pairs}
@@ -100,13 +107,19 @@ class Problems:
         one = torch.ones(1, dtype=torch.long)
         return int((self.encode(op, one, one)[0] == TOKEN['=']).nonzero().max()) + 1
 
-    def operands(self, op, count, gen, mixed=True):
-        """two (count,) tensors of random numbers below 10**n; a divisor is at least 1. In training
-        (mixed), a share `tight` of the problems of - and / are drawn where their comparison is
-        close: b within 1 of a for -, a within 1 of its nearest multiple of b for / (a remainder of 0, 1 or b-1)."""
-        a, b = addition.random_numbers(self.n, count, gen, mixed)
+    def operands(self, op, count, gen, training=True):
+        """two (count,) tensors of random numbers below 10**n, uniform; a divisor is at least 1. In
+        training, a share `short` of the problems have operands of a random length of 1 to n digits
+        (small numbers are rare otherwise), and a share `tight` of the problems of - and / are drawn
+        where their comparison is close: b within 1 of a for -, a within 1 of its nearest multiple of
+        b for / (a remainder of 0, 1 or b-1)."""
+        a, b = addition.random_numbers(self.n, count, gen, mixed=False)
+        if training and self.short:
+            pick = torch.rand(count, generator=gen) < self.short
+            short_a, short_b = addition.random_numbers(self.n, count, gen, mixed=True)
+            a, b = torch.where(pick, short_a, a), torch.where(pick, short_b, b)
         b = b.clamp(min=1) if op == '/' else b
-        if mixed and self.tight and op in '-/':
+        if training and self.tight and op in '-/':
             pick = torch.rand(count, generator=gen) < self.tight
             near = torch.randint(-1, 2, (count,), generator=gen)
             if op == '-':
@@ -137,16 +150,22 @@ class Problems:
                             addition.digits_of(a % b, n)], dim=1)
         if not self.cot:
             return answer
-        # the work: long division, a step per digit of a, most significant first: bring it down
-        # (c: what remained, times 10, plus the digit; n+1 digits), how many b fit in c (q, one
-        # digit), their product q*b and what remains, c - q*b; product and remainder least
-        # significant digit first, as multiplication and subtraction write them
+        # the work (see the docstring), a step per digit of a, most significant first: c, what
+        # remained times 10 plus the digit; e, c/b rounded, at most 9 (c - e*b is then in [-b/2, b));
+        # e*b; c - e*b modulo 10**(n+1) and its borrow, '-' where e was one too many; q, e less the
+        # borrow; and what remains, c - q*b
         steps, r = [], torch.zeros_like(a)
         for i in range(n):
             c = 10 * r + a // 10 ** (n - 1 - i) % 10
-            q, r = c // b, c % b
-            product, remains = addition.digits_of(q * b, n + 1).flip(1), addition.digits_of(r, n).flip(1)
-            steps.append(torch.cat([addition.digits_of(c, n + 1), q[:, None], product, remains], dim=1))
+            e = ((2 * c + b) // (2 * b)).clamp(max=9)
+            borrow = c < e * b
+            q = e - borrow.long()
+            r = c - q * b
+            steps.append(torch.cat([addition.digits_of(c, n + 1), e[:, None],
+                                    addition.digits_of(e * b, n + 1).flip(1),
+                                    addition.digits_of((c - e * b) % 10 ** (n + 1), n + 1).flip(1),
+                                    torch.where(borrow, TOKEN['-'], TOKEN['+'])[:, None], q[:, None],
+                                    addition.digits_of(r, n).flip(1)], dim=1))
         return joined([joined(steps, ','), answer], '=')
 
     def encode(self, op, a, b):
@@ -179,22 +198,28 @@ def parse_args(argv):
     p = common.argument_parser(__doc__)
     p.add_argument('--digits', type=int, default=2, help='digits per operand, 1 to 9 (default: %(default)s)')
     p.add_argument('--ops', default=OPS, help="the operations, any of '+-*/' (default: %(default)s)")
-    p.add_argument('--cot', action='store_true',
-                   help='chain of thought: write the work before the answer (for * the partial products, '
-                        'for / the steps of long division)')
+    p.add_argument('--no-cot', dest='cot', action='store_false',
+                   help='no chain of thought: the answer alone, without the work before it (for * the '
+                        'partial products, for / the steps of long division)')
     p.add_argument('--shares', type=float, nargs='+', default=None, metavar='SHARE',
-                   help='the share of each batch for each operation, in the order of --ops (default: equal)')
-    p.add_argument('--tight', type=float, default=0.0,
+                   help='the share of each batch for each operation, in the order of --ops '
+                        '(default: 2 for /, 1 for the others)')
+    p.add_argument('--tight', type=float, default=0.25,
                    help='the share of the training problems of - and / drawn where their comparison is close '
                         '(default: %(default)s)')
+    p.add_argument('--short', type=float, default=0.25,
+                   help='the share of the training problems whose operands have a random length of 1 to n '
+                        'digits; the others, as the held-out ones, are uniform below 10**n (default: %(default)s)')
     p.add_argument('--out', type=os.path.expanduser, default=os.path.join('out', 'calculator.pt'),
                    help='where training saves the model, and where --ask reads it (default: %(default)s)')
     p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
                    help='answer these problems with the saved model, e.g. --ask "57/42" "12*34"; '
                         'with none, one a line from standard input')
-    addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 1500 per digit',
+    addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 2200 per digit after the first, '
+                                                                     '1000 for 1 digit',
                               target_help='stop once every operation reaches this held-out exact match, '
                                           'at most 1 (default: %(default)s)')
+    p.set_defaults(target=0.995)
     args = p.parse_args(argv)
     if not 1 <= args.digits <= 9:
         p.error('--digits must be 1 to 9 (int64 products)')
@@ -204,11 +229,14 @@ def parse_args(argv):
     if args.batch_size < len(args.ops):
         p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
     if args.max_steps is None:
-        args.max_steps = 1500 * args.digits
+        args.max_steps = 2200 * (args.digits - 1) or 1000
+    if args.shares is None:
+        args.shares = [2 if op == '/' else 1 for op in args.ops]
     if args.shares is not None and (len(args.shares) != len(args.ops) or min(args.shares) <= 0):
         p.error(f"--shares takes a share above 0 for each of --ops {args.ops!r}, got {args.shares}")
-    if not 0 <= args.tight < 1:
-        p.error(f"--tight must be at least 0 and below 1, got {args.tight}")
+    for key in ('tight', 'short'):
+        if not 0 <= getattr(args, key) <= 1:
+            p.error(f"--{key} must be from 0 to 1, got {getattr(args, key)}")
     if os.path.isdir(args.out): # said now, not after the training
         p.error(f"--out {args.out} is a folder: give the name of a file")
     return args
@@ -290,7 +318,8 @@ def main(argv):
     if args.ask is not None:
         return ask(args, args.ask or sys.stdin)
     t_start = time.time()
-    problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed, shares=args.shares, tight=args.tight)
+    problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed, shares=args.shares, tight=args.tight,
+                        short=args.short)
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
     model, optimizer = addition.build_model(args, len(VOCAB), block)
     held = {op: problems.held_out_tensors(op) for op in args.ops}

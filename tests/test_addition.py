@@ -81,3 +81,20 @@ def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
     for _ in range(200):
         x, y = p.batch(1)
         assert x.shape == (1, p.length - 1) and (y[0, p.prompt_length - 1:] >= 0).all()
+
+
+def test_answers_are_what_greedy_decoding_writes(monkeypatch):
+    """answers() decodes only the problems the model does not follow token by token: the rest
+    it returns as they are. Either way, each row must be what greedy decoding writes."""
+    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout'):
+        monkeypatch.setattr(gpt, key, getattr(gpt, key))
+    gpt.n_layer, gpt.n_head, gpt.n_embd, gpt.block_size, gpt.dropout = 1, 2, 32, 12, 0.0
+    torch.manual_seed(0)
+    model = gpt.GPTLanguageModel(len(addition.VOCAB)).eval()
+    p = addition.Problems(3)
+    seq = p.held_out_tensors()[:40]
+    greedy = addition.greedy(model, seq[:, :p.prompt_length], p.length - p.prompt_length)
+    mixed = seq.clone()
+    mixed[::2] = greedy[::2] # half of them as the model writes them, half not
+    assert not torch.equal(mixed, greedy)
+    assert torch.equal(addition.answers(model, mixed, p.prompt_length, 'cpu', chunk=7), greedy)

@@ -26,7 +26,8 @@ def test_problems_are_written_as_the_docstring_says():
         == ['42+57=990$', '42-57=-51$', '42*57=4932$', '57/42=01r15$']
     cot = calculator.Problems(2, cot=True)
     assert written(cot, '*', 42, 57) == '42*57=492+0012=4932$' # 42*7 = 294, 42*5*10 = 2100
-    assert written(cot, '/', 57, 42) == '57/42=005000050,057124051=01r15$' # 5, then 57 = 1*42 + 15
+    assert written(cot, '/', 27, 14) == '27/14=0020000200+020,0272820999-131=01r13$' # 27 - 2*14 < 0: 1 r 13
+    assert written(cot, '/', 57, 42) == '57/42=0050000500+050,0571240510+151=01r15$' # 57 - 1*42 = 15
     assert written(cot, '+', 42, 57) == '42+57=990$' # no work to show
 
 
@@ -59,14 +60,17 @@ def test_every_answer_and_every_step_of_the_work_is_right(digits):
                 steps, remainder = work[0].split(','), 0
                 assert len(steps) == digits
                 for i, step in enumerate(steps): # long division, one digit of a at a time
-                    current, q = int(step[:digits + 1]), int(step[digits + 1])
-                    product, rest = step[digits + 2:2 * digits + 3], step[2 * digits + 3:]
+                    m = re.fullmatch(rf'(\d{{{digits + 1}}})(\d)(\d{{{digits + 1}}})(\d{{{digits + 1}}})([-+])(\d)(\d{{{digits}}})', step)
+                    current, estimate, product, difference, borrow, q, rest = m.groups()
+                    current, estimate, q = int(current), int(estimate), int(q)
                     assert current == 10 * remainder + int(f'{a:0{digits}d}'[i]) # brought down
-                    assert q * b <= current < (q + 1) * b and number(product, True) == q * b
+                    assert estimate == min(9, int(current / b + 0.5)) and number(product, True) == estimate * b
+                    assert number(difference, True) == (current - estimate * b) % 10 ** (digits + 1)
+                    assert borrow == '+-'[current < estimate * b] and q == estimate - (borrow == '-')
                     remainder = number(rest, True)
-                    assert remainder == current - q * b and len(rest) == digits
+                    assert q * b <= current < (q + 1) * b and remainder == current - q * b
                 assert answer == f'{a // b:0{digits}d}r{a % b:0{digits}d}'
-                assert ''.join(step[digits + 1] for step in steps) == answer.split('r')[0]
+                assert ''.join(str(int(step[3 * digits + 5])) for step in steps) == answer.split('r')[0]
 
 
 class Copier:
@@ -120,9 +124,10 @@ def test_a_tiny_run_learns_to_add_and_subtract(capsys, monkeypatch, tmp_path):
     for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
                 'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
         monkeypatch.setattr(gpt, key, getattr(gpt, key)) # main() sets them: restore them after
-    scores = calculator.main(['--ops', '+-', '--max_steps', '350', '--eval_every', '350', '--lr', '3e-3',
+    # --short 1: every operand 1 or 2 digits long at random; this tiny model learns short ones first
+    scores = calculator.main(['--ops', '+-', '--max_steps', '350', '--eval_every', '350', '--lr', '3e-3', '--short', '1',
                               '--n_layer', '2', '--n_embd', '64', '--batch_size', '128', f'--out={tmp_path / "c.pt"}'])
-    assert set(scores) == {'+', '-'} and min(scores.values()) >= 0.5, scores # 70% and 76% here
+    assert set(scores) == {'+', '-'} and min(scores.values()) >= 0.5, scores # 81% and 66% here
     out = capsys.readouterr().out
     assert re.search(r'held-out exact match \+ \d+\.\d%, - \d+\.\d%', out)
     for op, count in re.findall(r'^  ([+-]) wrong on (\d+) of 1000, the first', out, re.M):
@@ -159,7 +164,7 @@ def saved(tmp_path_factory):
     often wrong, which the answers must say."""
     path = tmp_path_factory.mktemp('calc') / 'calculator.pt'
     settings = {k: getattr(gpt, k) for k in gpt.config_keys}
-    calculator.main(['--digits', '1', '--cot', '--max_steps', '40', '--eval_every', '40', '--n_layer', '1',
+    calculator.main(['--digits', '1', '--max_steps', '40', '--eval_every', '40', '--n_layer', '1',
                      '--n_embd', '32', '--batch_size', '64', f'--out={path}'])
     vars(gpt).update(settings)
     return path
@@ -220,12 +225,13 @@ def test_a_model_that_writes_the_right_work_gets_every_answer_right(saved, capsy
     out = capsys.readouterr().out
     assert re.sub(r'(?m)^  work: .*\n', '', out) == '9/4 = 2 r 1\n3*7 = 21\n8-9 = -1\n4+5 = 9\n0/7 = 0 r 0\n'
     # the work as written (least significant digit first): 3*7's partial product, 9/4's long division
-    assert '  work: 12\n3*7 = 21\n' in out and '  work: 092801\n9/4 = 2 r 1\n' in out
+    assert '  work: 12\n3*7 = 21\n' in out and '  work: 0928010+21\n9/4 = 2 r 1\n' in out
 
 
 def test_shares_split_each_batch_between_the_operations():
-    """By default a quarter of each batch for each operation; --shares 1 1 1 2: two fifths division.
-    (Without held-out problems to leave out, each operation gets exactly its share.)"""
+    """Problems splits each batch equally by default; --shares 1 1 1 2, the script's default for the four
+    operations: two fifths division. (Without held-out problems to leave out, each gets exactly its share.)"""
+    assert calculator.parse_args([]).shares == [1, 1, 1, 2] and calculator.parse_args(['--ops', '/+']).shares == [2, 1]
     for shares, sizes in [(None, [64, 64, 64, 64]), ([1, 1, 1, 2], [51, 51, 52, 102])]:
         problems = calculator.Problems(1, shares=shares, held_out=False)
         assert [len(x) for x, _ in problems.batch(256)] == sizes
@@ -243,3 +249,19 @@ def test_tight_draws_the_close_comparisons_of_minus_and_divide():
     assert near(a, b) > near(*plain.operands('/', 4000, plain.gen)) + 0.15 and (b >= 1).all() and (a <= 99).all()
     assert all(torch.equal(x, y) for x, y in zip(plain.operands('+', 50, torch.Generator().manual_seed(0)),
                                                  problems.operands('+', 50, torch.Generator().manual_seed(0))))
+
+
+def test_short_mixes_in_operands_of_fewer_digits_in_training_only():
+    """--short 0.5: half of the training problems have operands of 1 to n digits at random (a 2-digit
+    operand is then below 10 about 55% of the time, not 10%); the held-out ones stay uniform."""
+    for short, low, high in [(0.0, 0.07, 0.13), (0.5, 0.28, 0.37)]:
+        problems = calculator.Problems(2, short=short)
+        a, b = problems.operands('+', 4000, problems.gen)
+        assert low < (a < 10).float().mean() < high and low < (b < 10).float().mean() < high
+        held = torch.tensor(problems.held_out['+'])
+        assert 0.07 < (held < 10).float().mean() < 0.13
+
+
+def test_the_work_is_on_by_default_and_no_cot_turns_it_off():
+    assert calculator.parse_args([]).cot and not calculator.parse_args(['--no-cot']).cot
+    assert calculator.parse_args([]).max_steps == 2200 and calculator.parse_args(['--digits', '3']).max_steps == 4400

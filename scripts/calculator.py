@@ -20,15 +20,16 @@ For * and / the model first writes its work (chain of thought, off with --no-cot
     42*57=492+0012=4932$
         the partial products 42*7 = 294 and 42*5*10 = 2100, least significant digit first,
         then their sum
-    27/14=0020000200+020,0272820999-131=01r13$
-        long division, a step per digit of 27: bring the digit down (002, then 027: what
-        remained, times 10, plus the digit), estimate how many 14s fit (027/14 rounded: 2),
-        their product (28), subtract it as subtraction does, and write the final borrow (999,
-        then '-': 27 - 28 is below 0); then the digit (the estimate, less 1 after a borrow: 1)
-        and what remains (999 + 14 = 13 after a borrow). Products, differences and remainders
-        least significant digit first, as multiplication and subtraction write them; then the
-        answer. Rounding makes an estimate that is off near a multiple of the divisor one too
-        many, which the borrow corrects, and the model writes the borrow rather than guessing it.
+    27/14=2000000200+020,7202820999-131=01r13$
+        long division, a step per digit of 27: bring the digit down (2, then 27: what remained,
+        times 10, plus the digit), estimate how many 14s fit (27/14 rounded: 2), their product
+        (28), subtract it as subtraction does, and write the final borrow (999, then '-': 27 - 28
+        is below 0); then the digit (the estimate, less 1 after a borrow: 1) and what remains
+        (999 + 14 = 13 after a borrow). Every number of the work least significant digit first
+        (n+1 digits, n for what remains), as multiplication and subtraction write them, so the
+        digits a digit is made of sit at the same distance before it; then the answer.
+        Rounding makes an estimate that is off near a multiple of the divisor one too many,
+        which the borrow corrects: the model writes the borrow rather than guessing it.
 
 The model is gpt.py's GPTLanguageModel with its own 18-symbol vocabulary. One model learns all
 the operations asked for; each batch holds a share of each (--shares; / twice the others),
@@ -161,7 +162,7 @@ class Problems:
             borrow = c < e * b
             q = e - borrow.long()
             r = c - q * b
-            steps.append(torch.cat([addition.digits_of(c, n + 1), e[:, None],
+            steps.append(torch.cat([addition.digits_of(c, n + 1).flip(1), e[:, None],
                                     addition.digits_of(e * b, n + 1).flip(1),
                                     addition.digits_of((c - e * b) % 10 ** (n + 1), n + 1).flip(1),
                                     torch.where(borrow, TOKEN['-'], TOKEN['+'])[:, None], q[:, None],

@@ -235,9 +235,10 @@ def parse_args(argv):
         args.shares = [2 if op == '/' else 1 for op in args.ops]
     if args.shares is not None and (len(args.shares) != len(args.ops) or min(args.shares) <= 0):
         p.error(f"--shares takes a share above 0 for each of --ops {args.ops!r}, got {args.shares}")
-    for key in ('tight', 'short'):
-        if not 0 <= getattr(args, key) <= 1:
-            p.error(f"--{key} must be from 0 to 1, got {getattr(args, key)}")
+    if not 0 <= args.tight < 1:
+        p.error(f"--tight must be at least 0 and below 1, got {args.tight}")
+    if not 0 <= args.short <= 1:
+        p.error(f"--short must be from 0 to 1, got {args.short}")
     if os.path.isdir(args.out): # said now, not after the training
         p.error(f"--out {args.out} is a folder: give the name of a file")
     return args

@@ -2,7 +2,7 @@
 After EX2, the lecture's next step: one GPT as a calculator for + - * and /.
 
     python scripts/calculator.py                     # 2-digit operands, all four operations
-    python scripts/calculator.py --digits 3 --eval_every 500
+    python scripts/calculator.py --digits 3 --max_steps 5200 --eval_every 500 --target 0.99
     python scripts/calculator.py --no-cot            # the answers alone, without the work
     python scripts/calculator.py --ask "57/42" "12*34"    # the trained model answers (out/calculator.pt)
     echo "99-7" | python scripts/calculator.py --ask      # or one problem a line on standard input
@@ -177,7 +177,7 @@ class Problems:
 
     def batch(self, batch_size):
         """A training batch: per operation (its problems have a length of their own) a pair x, y
-        of an equal share of the batch, none of them held out; the prompt's targets are -1."""
+        of its share of the batch, none of them held out; the prompt's targets are -1."""
         batches = []
         bounds = [round(batch_size * sum(self.shares[:i]) / sum(self.shares)) for i in range(len(self.ops) + 1)]
         for i, op in enumerate(self.ops):

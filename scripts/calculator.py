@@ -72,6 +72,11 @@ def joined(parts, separator):
     return torch.cat([t for part in parts for t in (sep, part)][1:], dim=1)
 
 
+def backwards(x, width):
+    """(B,) numbers -> (B, width) digits, least significant first: the order the work writes them"""
+    return addition.digits_of(x, width).flip(1)
+
+
 def decode(tokens):
     return ''.join(VOCAB[t] for t in tokens)
 
@@ -133,18 +138,18 @@ class Problems:
         """(B,) operands -> (B, W) tokens of the work, if any, and the answer"""
         n, B = self.n, len(a)
         if op == '+':
-            return addition.digits_of(a + b, n + 1).flip(1)
+            return backwards(a + b, n + 1)
         if op == '-':
             sign = torch.where(a >= b, TOKEN['+'], TOKEN['-'])[:, None]
-            return torch.cat([sign, addition.digits_of((a - b).abs(), n).flip(1)], dim=1)
+            return torch.cat([sign, backwards((a - b).abs(), n)], dim=1)
         if op == '*':
-            product = addition.digits_of(a * b, 2 * n).flip(1)
+            product = backwards(a * b, 2 * n)
             if not self.cot:
                 return product
             # the work: the partial products a * (digit j of b) * 10**j, each least significant
             # digit first (so j zeros lead), then the product as their sum
             partials = [torch.cat([torch.zeros(B, j, dtype=torch.long),
-                                   addition.digits_of(a * (b // 10 ** j % 10), n + 1).flip(1)], dim=1)
+                                   backwards(a * (b // 10 ** j % 10), n + 1)], dim=1)
                         for j in range(n)]
             return joined([joined(partials, '+'), product], '=')
         answer = torch.cat([addition.digits_of(a // b, n), torch.full((B, 1), TOKEN['r']),
@@ -159,14 +164,14 @@ class Problems:
         for i in range(n):
             c = 10 * r + a // 10 ** (n - 1 - i) % 10
             e = ((2 * c + b) // (2 * b)).clamp(max=9)
-            borrow = c < e * b
+            p = e * b
+            borrow = c < p
             q = e - borrow.long()
             r = c - q * b
-            steps.append(torch.cat([addition.digits_of(c, n + 1).flip(1), e[:, None],
-                                    addition.digits_of(e * b, n + 1).flip(1),
-                                    addition.digits_of((c - e * b) % 10 ** (n + 1), n + 1).flip(1),
+            steps.append(torch.cat([backwards(c, n + 1), e[:, None], backwards(p, n + 1),
+                                    backwards((c - p) % 10 ** (n + 1), n + 1),
                                     torch.where(borrow, TOKEN['-'], TOKEN['+'])[:, None], q[:, None],
-                                    addition.digits_of(r, n).flip(1)], dim=1))
+                                    backwards(r, n)], dim=1))
         return joined([joined(steps, ','), answer], '=')
 
     def encode(self, op, a, b):

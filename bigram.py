@@ -106,6 +106,12 @@ if __name__ == '__main__':
             globals()[key] = type(globals()[key])(raw)
         except ValueError:
             fail(f"--{key} must be {type(globals()[key]).__name__} like {globals()[key]!r}; got {raw!r}", 2)
+    for keys, ok, must in [('batch_size block_size eval_interval eval_iters', lambda v: v >= 1, 'at least 1'),
+                           ('max_iters', lambda v: v >= 0, 'at least 0'),
+                           ('learning_rate', lambda v: 0 < v < float('inf'), 'a finite number above 0')]:
+        for key in keys.split(): # each setting's range: a bad value stops here, before any work
+            if not ok(globals()[key]):
+                fail(f"--{key}={globals()[key]!r} must be {must}", 2)
     try: # a number made there and read back: a device that this machine or PyTorch lacks fails here
         torch.zeros(1, device=device).item()
     except Exception as e:
@@ -123,6 +129,8 @@ if __name__ == '__main__':
     data = torch.tensor(encode(text), dtype=torch.long)
     n = int(0.9*len(data)) # first 90% will be train, rest val
     train_data, val_data = data[:n], data[n:]
+    if block_size >= len(val_data): # each batch is block_size + 1 characters of a split
+        fail(f"--block_size={block_size} must be below {len(val_data)}, the length of the val split", 2)
 
     model = BigramLanguageModel(vocab_size)
     m = model.to(device)

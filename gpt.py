@@ -350,8 +350,17 @@ def configure(argv):
             fail(f"--{key} must be " + (f"one of {list(PRESETS)}" if key == 'preset' else
                                         ' or '.join(k.__name__ for k in kinds)) + f", got {raw!r}", code=2)
         globals().update({key: value}, **(PRESETS.get(value, {}) if key == 'preset' else {}))
-    if n_embd % n_head:
-        fail(f"n_embd={n_embd} must be a multiple of n_head={n_head}: each head is n_embd // n_head wide")
+    for keys, ok, must in [ # each setting's range: a bad value stops here, before any work
+            ('batch_size block_size n_embd n_head n_layer eval_interval eval_iters', lambda v: v >= 1, 'at least 1'),
+            ('max_iters warmup_iters', lambda v: v >= 0, 'at least 0'),
+            ('dropout', lambda v: 0 <= v < 1, 'a probability below 1: at least 0 and below 1'),
+            ('learning_rate', lambda v: 0 < v < math.inf, 'a finite number above 0'),
+            ('min_lr', lambda v: not lr_decay or 0 <= v <= learning_rate, f'from 0 to learning_rate={learning_rate}'),
+            ('n_embd', lambda v: v % n_head == 0, f'a multiple of n_head={n_head}: each head is n_embd // n_head wide'),
+            ('seed', lambda v: -2**63 <= v < 2**64, 'from -2**63 to 2**64 - 1, as torch.manual_seed takes')]:
+        for key in keys.split():
+            if not ok(globals()[key]):
+                fail(f"--{key}={globals()[key]!r} must be {must}", code=2)
     try: # a number made there and read back: a device that this machine or PyTorch lacks fails here
         torch.zeros(1, device=device).item()
     except Exception as e:
@@ -363,6 +372,12 @@ def configure(argv):
     fast_attention = cuda if fast_attention is None else fast_attention
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = use_tf32
     print(f"device: {device}\nconfig: " + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
+    cores = torch.get_num_threads() # a step's FLOPs (as bench.py counts them) at 50 GFLOP/s a core, as on our EPYC
+    step_s = (72 * n_embd + 12 * block_size) * n_layer * n_embd * batch_size * block_size / 50e9 / cores
+    hours = step_s * (max_iters + (max_iters // eval_interval + 1) * eval_iters * 2 / 3) / 3600 # an eval batch: a forward
+    if torch.device(device).type == 'cpu' and hours > 1: # say so now, not after an hour of silence
+        print(f"note: about {hours:.0f} hours on {cores} CPU cores, the first loss line in {step_s * eval_iters / 90:.0f} "
+              "minutes; for a CPU, python gpt.py --preset=cpu trains a smaller model in about 2 minutes", flush=True)
 
 def load_checkpoint(path, model, optimizer, chars):
     """The model, AdamW and the random numbers as saved: the run goes on as if it never stopped."""

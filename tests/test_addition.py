@@ -52,6 +52,7 @@ def test_training_problems_never_include_held_out_ones():
     assert len(seen) > 5000  # the generator does cover the rest
 
 
+@pytest.mark.trains
 def test_a_tiny_run_learns_two_digit_addition(capsys, monkeypatch):
     for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
                 'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
@@ -60,7 +61,7 @@ def test_a_tiny_run_learns_two_digit_addition(capsys, monkeypatch):
     # learning it is memorizing. Here 1,000 of the 10,000 problems are never trained on.
     accuracy = addition.main(['--digits', '2', '--max_steps', '600', '--eval_every', '100',
                               '--n_layer', '1', '--n_embd', '64', '--batch_size', '64'])
-    assert accuracy >= 0.95
+    assert accuracy >= 0.9  # 97.7% to 100% over seeds 1337, 1, 2 and ATEN_CPU_CAPABILITY avx512, avx2, default
     assert 'held-out exact match' in capsys.readouterr().out
 
 

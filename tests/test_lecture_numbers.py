@@ -1,10 +1,13 @@
 """The lecture's numbers: what its scripts print, ours print too (same seed, same machine kind: a CPU)."""
 import os
 
+import pytest
 import torch
 
 import gpt
 from conftest import ROOT, losses, needs_input, run_here
+
+pytestmark = pytest.mark.trains
 
 
 @needs_input
@@ -20,21 +23,13 @@ def test_bigram_prints_the_lectures_exact_losses():
     assert len(sample) >= 500
 
 
-@needs_input
-def test_gpt_prints_the_losses_of_the_lectures_loop(monkeypatch):
-    """The lecture's script as the video writes it, at a tiny size: seed, data, model, AdamW, and a
-    loop that evaluates every eval_interval steps (and at max_iters - 1) with a .item() per batch,
-    each batch stacked from a list of slices. gpt.py prints the same losses at every evaluation the
-    two share: the same init, batches, dropout masks and updates, on a CPU."""
-    settings = dict(batch_size=4, block_size=16, max_iters=40, eval_interval=10, learning_rate=1e-3,
-                    eval_iters=3, n_embd=16, n_head=2, n_layer=2, dropout=0.2)
-    r = run_here('gpt.py', *[f'--{k}={v}' for k, v in settings.items()], '--device=cpu', '--out_dir=',
-                )
-    assert r.returncode == 0, r.stderr
-    printed = losses(r.stdout)
+def lectures_loop(monkeypatch, settings, lr=None):
+    """The lecture's script as the video writes it: seed, data, model, AdamW, and a loop that
+    evaluates every eval_interval steps (and at max_iters - 1) with a .item() per batch, each batch
+    stacked from a list of slices. lr(step), if given, sets the rate before each step, as gpt.py's
+    lr_decay does. Returns {step: (train, val)} as gpt.py prints them, to 4 decimals."""
     for key, value in dict(settings, device='cpu', fast_attention=False).items():
         monkeypatch.setattr(gpt, key, value) # the classes read them, as the lecture's do
-
     torch.manual_seed(1337)
     with open(os.path.join(ROOT, 'input.txt'), encoding='utf-8') as f:
         text = f.read()
@@ -67,36 +62,66 @@ def test_gpt_prints_the_losses_of_the_lectures_loop(monkeypatch):
 
     model = gpt.GPTLanguageModel(len(chars))
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings['learning_rate'])
-    lecture = {}
+    printed = {}
     for step in range(settings['max_iters']):
         if step % settings['eval_interval'] == 0 or step == settings['max_iters'] - 1:
             out = estimate_loss()
-            lecture[step] = (float(f"{out['train']:.4f}"), float(f"{out['val']:.4f}"))
+            printed[step] = (float(f"{out['train']:.4f}"), float(f"{out['val']:.4f}"))
         xb, yb = get_batch('train')
         logits, loss = model(xb, yb)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if lr:
+            for group in optimizer.param_groups:
+                group['lr'] = lr(step)
         optimizer.step()
+    return printed
 
+
+TINY = dict(batch_size=4, block_size=16, max_iters=40, eval_interval=10, learning_rate=1e-3, eval_iters=3,
+            n_embd=16, n_head=2, n_layer=2, dropout=0.2)
+
+
+def gpts_losses(settings, *more):
+    r = run_here('gpt.py', *[f'--{k}={v}' for k, v in settings.items()], '--device=cpu', '--out_dir=', *more)
+    assert r.returncode == 0, r.stderr
+    return losses(r.stdout)
+
+
+@needs_input
+def test_gpt_prints_the_losses_of_the_lectures_loop(monkeypatch):
+    """gpt.py prints the lecture's losses at every evaluation the two share: the same init, batches,
+    dropout masks and updates, on this CPU, whichever it is."""
+    printed, lecture = gpts_losses(TINY), lectures_loop(monkeypatch, TINY)
     assert sorted(lecture) == [0, 10, 20, 30, 39] and sorted(printed) == [0, 10, 20, 30, 40]
     for step in (0, 10, 20, 30):
         assert printed[step] == lecture[step], step
     assert len(set(lecture.values())) == 5 # it trained: no two evaluations alike
 
 
-SMALL = ['--n_layer=2', '--n_head=4', '--n_embd=64', '--block_size=32', '--batch_size=16',
-         '--eval_interval=50', '--eval_iters=20', '--out_dir=', '--device=cpu']
+@needs_input
+def test_the_lr_schedule_is_the_lectures_loop_with_the_rate_set_before_each_step(monkeypatch):
+    """lr_decay (the CPU preset's schedule) is the lecture's loop but for the rate each step, and the
+    rate is get_lr's (tests/test_model.py checks its values): warmup, then the cosine, to min_lr."""
+    settings = dict(TINY, learning_rate=1e-2, min_lr=1e-3, warmup_iters=10, lr_decay=True)
+    printed = gpts_losses(settings)
+    lecture = lectures_loop(monkeypatch, settings, lr=gpt.get_lr) # get_lr reads the settings from gpt
+    for step in (0, 10, 20, 30):
+        assert printed[step] == lecture[step], step
+    assert lectures_loop(monkeypatch, settings)[30] != lecture[30] # the rates made a difference
 
 
 @needs_input
-def test_gpt_under_small_overrides_prints_the_same_losses_as_before_the_refactor():
-    """What gpt.py printed before it was cut down to read like the lecture (commit c590dbd, PyTorch
-    2.13 on a CPU): the same numbers now, with the lecture's per-head path and dropout 0.2, and with
-    the batched heads (EX1), another dropout and the CPU preset's lr schedule."""
-    r = run_here('gpt.py', *SMALL, '--max_iters=100') # the first 100 of those 200 steps
-    assert r.returncode == 0, r.stderr
-    assert losses(r.stdout) == {0: (4.2004, 4.1971), 50: (3.3717, 3.4098), 100: (3.0177, 3.0141)}
-    r = run_here('gpt.py', *SMALL, '--max_iters=200', '--fast_attention=True', '--dropout=0.1', '--lr_decay=True')
-    assert r.returncode == 0, r.stderr
-    assert losses(r.stdout) == {0: (4.2004, 4.1971), 50: (3.7776, 3.7961), 100: (3.3474, 3.3539),
-                                150: (3.0152, 3.0248), 200: (2.9470, 2.9701)}
+def test_the_batched_heads_train_as_the_per_head_ones():
+    """EX1's batched heads compute what the per-head modules compute, in another order of float32
+    sums: without dropout (the two draw their dropout masks differently), either gives the same
+    losses within 0.003. Measured over 150 steps at this size (20 batches an evaluation) with
+    ATEN_CPU_CAPABILITY avx512, avx2 and default, they differed by 0.0002 at most (0.0007 at a rate
+    10 times higher), while each evaluation here moves the loss by 0.3 or more."""
+    small = dict(n_layer=2, n_head=4, n_embd=64, block_size=32, batch_size=16, eval_interval=50, eval_iters=10,
+                 max_iters=100, learning_rate=3e-4, dropout=0.0)
+    per_head, batched = (gpts_losses(small, f'--fast_attention={b}') for b in (False, True))
+    assert sorted(per_head) == sorted(batched) == [0, 50, 100]
+    for step in per_head:
+        assert max(abs(a - b) for a, b in zip(per_head[step], batched[step])) <= 0.003, step
+    assert per_head[100][1] < per_head[50][1] - 0.3 < per_head[0][1] - 0.6 # it trained

@@ -175,6 +175,7 @@ def test_fast_attention_model_matches_and_shares_state_dicts(tiny, monkeypatch):
     assert torch.allclose(slow(idx)[0], fast(idx)[0], atol=1e-5)
 
 
+@pytest.mark.trains
 def test_model_overfits_one_batch(tiny):
     torch.manual_seed(0)
     model = tiny.GPTLanguageModel(65)

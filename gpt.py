@@ -36,9 +36,10 @@ preset = '' # 'cpu': the settings in PRESETS below, then the other options
 lr_decay = False # linear warmup, then cosine decay to min_lr (the lecture's lr is constant)
 warmup_iters = 100 # with lr_decay: steps of linear warmup
 min_lr = 3e-5 # with lr_decay: the rate at max_iters
-# speed switches: CUDA only; on CPU and MPS the run stays float32 and the lecture's exact math
+# speed switches for CUDA (use_fp16: anywhere); on CPU and MPS the run stays float32, the lecture's exact math
 use_tf32 = True # TF32 tensor cores for float32 matmuls
-use_bf16 = True # bfloat16 autocast (AdamW keeps float32 weights)
+use_bf16 = True # bfloat16 autocast (AdamW keeps float32 weights); float16 where the GPU lacks bfloat16 (a T4)
+use_fp16 = False # float16 autocast, its gradients scaled (GradScaler) so that small ones don't round to 0; any device
 use_compile = True # torch.compile each Block into fused kernels
 use_fused_adamw = True # one fused kernel for the whole AdamW update
 fast_attention = None # EX1: all heads in one batched matmul; None: on for CUDA only
@@ -74,11 +75,10 @@ def read_text():
 
 def get_batch(data):
     """Inputs x and targets y (x shifted by one) at batch_size random offsets into data."""
-    # drawn on the CPU: the lecture's batches on any device; one gather instead of its loop of slices
-    ix = torch.randint(len(data) - block_size, (batch_size,))
+    ix = torch.randint(len(data) - block_size, (batch_size,)) # drawn on the CPU: the lecture's batches anywhere
     ix = ix.pin_memory().to(data.device, non_blocking=True) if data.is_cuda else ix
     t = torch.arange(block_size, device=data.device)
-    return data[ix[:, None] + t], data[ix[:, None] + t + 1] # (B,T), (B,T)
+    return data[ix[:, None] + t], data[ix[:, None] + t + 1] # (B,T), (B,T): one gather, not a loop of slices
 
 @torch.no_grad()
 def estimate_loss(model, splits):
@@ -89,7 +89,7 @@ def estimate_loss(model, splits):
         losses = torch.zeros(eval_iters, device=data.device)
         for k in range(eval_iters):
             X, Y = get_batch(data)
-            with torch.autocast('cuda', torch.bfloat16, enabled=use_bf16 and data.is_cuda):
+            with autocast(data.device.type):
                 logits, loss = model(X, Y)
             losses[k] = loss # stays on the device: one wait for it per split, not one per batch
         out[split] = losses.mean().item()
@@ -260,22 +260,21 @@ def main():
     n = int(0.9*len(data)) # first 90% will be train, rest val
     train_data, val_data = data[:n], data[n:]
     if len(val_data) <= block_size:
-        fail(f"the text is too short: its val split has {len(val_data)} characters, block_size={block_size} "
-             f"needs {block_size + 1}: use a longer text or a smaller --block_size")
+        fail(f"the text is too short for --block_size={block_size}: its val split has {len(val_data)} characters")
 
     model = GPTLanguageModel(vocab_size).to(device)
     print(sum(p.numel() for p in model.parameters())/1e6, 'M parameters')
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, # fused: one kernel (CUDA);
                                   **{'fused' if use_fused_adamw else 'foreach': True}) # foreach: a few ops
+    scaler = torch.amp.GradScaler(torch.device(device).type, enabled=use_fp16) # a no-op but for float16
     if use_compile: # the n_layer Blocks share one compiled code: a fraction of the whole model's wait
         for block in model.blocks:
             block.compile()
 
-    # out_dir: ckpt.pt (all that an exact resume needs), best.pt (the lowest val loss yet), log.csv
     ckpt_path, best_path, log_path = (os.path.join(out_dir, f) for f in ('ckpt.pt', 'best.pt', 'log.csv'))
     start, best_val_loss, t0 = 0, float('inf'), time.time()
     if resume:
-        start, best_val_loss, t0 = load_checkpoint(ckpt_path, model, optimizer, chars)
+        start, best_val_loss, t0 = load_checkpoint(ckpt_path, model, optimizer, scaler, chars)
     elif out_dir and os.path.exists(ckpt_path):
         fail(f"{out_dir} holds a run: go on with --resume=True, or start another with another --out_dir")
     elif out_dir:
@@ -283,7 +282,7 @@ def main():
     def save(path): # all that an exact resume needs, into path.tmp, then renamed: never half-written
         torch.save({'model': model.state_dict(), 'optimizer': optimizer.state_dict(), 'chars': chars,
                     'config': {k: globals()[k] for k in config_keys}, 'step': step, 'best_val_loss': best_val_loss,
-                    'elapsed': time.time() - t0, 'rng': torch.get_rng_state(),
+                    'elapsed': time.time() - t0, 'rng': torch.get_rng_state(), 'scaler': scaler.state_dict(),
                     'rng_cuda': torch.cuda.get_rng_state_all() if 'cuda' in device else []}, path + '.tmp')
         os.replace(path + '.tmp', path)
     signal.signal(signal.SIGTERM, signal.default_int_handler) # kill, or a job's time limit: as Ctrl-C
@@ -312,13 +311,14 @@ def main():
         xb, yb = get_batch(train_data)
 
         # evaluate the loss
-        with torch.autocast('cuda', torch.bfloat16, enabled=use_bf16):
+        with autocast(xb.device.type):
             logits, loss = model(xb, yb)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward() # without float16: loss.backward()
         for group in optimizer.param_groups:
             group['lr'] = get_lr(step)
-        optimizer.step()
+        scaler.step(optimizer) # optimizer.step(), skipped where a scaled gradient overflowed
+        scaler.update()
 
     # generate from the model, in eval mode (no dropout), uncompiled (each length would compile again)
     model.eval()
@@ -331,7 +331,7 @@ def main():
 
 def configure(argv):
     """--key=value for the settings above (of its default's type), the checks, and the switches."""
-    global use_tf32, use_bf16, use_compile, use_fused_adamw, fast_attention
+    global use_tf32, use_bf16, use_fp16, use_compile, use_fused_adamw, fast_attention
     if '-h' in argv or '--help' in argv:
         print(__doc__ + '\n'.join(f"  --{k}={globals()[k]!r}" for k in config_keys))
         sys.exit(0)
@@ -368,19 +368,23 @@ def configure(argv):
     cuda = torch.device(device).type == 'cuda'
     use_tf32, use_fused_adamw, use_compile = (s and cuda for s in (use_tf32, use_fused_adamw, use_compile))
     use_compile = use_compile and sys.platform != 'win32' # Windows has no Triton to compile with
-    use_bf16 = use_bf16 and cuda and torch.cuda.get_device_capability(device)[0] >= 8 # a T4 has none
+    use_fp16 = use_fp16 or use_bf16 and cuda and torch.cuda.get_device_capability(device)[0] < 8 # no bfloat16
+    use_bf16 = use_bf16 and cuda and not use_fp16
     fast_attention = cuda if fast_attention is None else fast_attention
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = use_tf32
     print(f"device: {device}\nconfig: " + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
-    cores = torch.get_num_threads() # a step's FLOPs (as bench.py counts them) at 50 GFLOP/s a core, as on our EPYC
+    cores = torch.get_num_threads() # a step's FLOPs (as bench.py counts them) at 50 GFLOP/s a core: our EPYC
     step_s = (72 * n_embd + 12 * block_size) * n_layer * n_embd * batch_size * block_size / 50e9 / cores
-    hours = step_s * (max_iters + (max_iters // eval_interval + 1) * eval_iters * 2 / 3) / 3600 # an eval batch: a forward
+    hours = step_s * (max_iters + (max_iters // eval_interval + 1) * eval_iters * 2 / 3) / 3600 # eval: forward only
     if torch.device(device).type == 'cpu' and hours > 1: # say so now, not after an hour of silence
-        print(f"note: about {hours:.0f} hours on {cores} CPU cores, the first loss line in {step_s * eval_iters / 90:.0f} "
-              "minutes; for a CPU, python gpt.py --preset=cpu trains a smaller model in about 2 minutes", flush=True)
+        print(f"note: about {hours:.0f} hours on {cores} CPU cores, the first losses in {step_s * eval_iters / 90:.0f}"
+              " minutes; for a CPU, python gpt.py --preset=cpu trains a smaller model in about 2 minutes", flush=True)
 
-def load_checkpoint(path, model, optimizer, chars):
-    """The model, AdamW and the random numbers as saved: the run goes on as if it never stopped."""
+def autocast(device_type): # bfloat16, or float16, where configure turned them on; else float32, the lecture's
+    return torch.autocast(device_type, torch.float16 if use_fp16 else torch.bfloat16, enabled=use_fp16 or use_bf16)
+
+def load_checkpoint(path, model, optimizer, scaler, chars):
+    """The model, AdamW, float16's scale and the random numbers as saved: the run goes on as if it never stopped."""
     try:
         ckpt = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
@@ -390,6 +394,7 @@ def load_checkpoint(path, model, optimizer, chars):
         fail(f"cannot resume from {path}: another text, or " + ' '.join(f'--{k}={v}' for k, v in shape.items()))
     model.load_state_dict(ckpt['model'])
     optimizer.load_state_dict(ckpt['optimizer'])
+    scaler.load_state_dict(ckpt.get('scaler') or scaler.state_dict()) # float16's scale; saved without it: empty
     torch.set_rng_state(ckpt['rng'].cpu())
     if ckpt['rng_cuda'] and 'cuda' in device:
         torch.cuda.set_rng_state_all([s.cpu() for s in ckpt['rng_cuda']])

@@ -54,13 +54,13 @@ def main(argv):
     torch.manual_seed(gpt.seed)
     data = torch.randint(65, (100_000,), device=gpt.device) # timing needs no real text
     model = gpt.GPTLanguageModel(65).to(gpt.device)
-    optimizer = common.optimizer(model)
+    optimizer, scaler = common.optimizer(model)
     if gpt.use_compile:
         for block in model.blocks:
             block.compile()
 
     def step(): # gpt.py's training step
-        common.train_step(model, optimizer, *gpt.get_batch(data), gpt.get_lr(0))
+        common.train_step(model, optimizer, scaler, *gpt.get_batch(data), gpt.get_lr(0))
 
     t0 = time.time()
     for _ in range(args.warmup):

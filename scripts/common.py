@@ -49,20 +49,24 @@ def check_device(name):
 
 
 def optimizer(model):
-    """AdamW as gpt.py makes it: fused where use_fused_adamw is on (CUDA), else foreach."""
-    return torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
-                             **{'fused' if gpt.use_fused_adamw else 'foreach': True})
+    """AdamW as gpt.py makes it (fused where use_fused_adamw is on, else foreach), and its GradScaler
+    (a no-op but with use_fp16)."""
+    return (torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
+                              **{'fused' if gpt.use_fused_adamw else 'foreach': True}),
+            torch.amp.GradScaler(torch.device(gpt.device).type, enabled=gpt.use_fp16))
 
 
-def train_step(model, optimizer, xb, yb, lr):
-    """A step of gpt.py's loop: forward (bfloat16 where use_bf16 is on), backward, AdamW at lr."""
-    with torch.autocast('cuda', torch.bfloat16, enabled=gpt.use_bf16 and xb.is_cuda):
+def train_step(model, optimizer, scaler, xb, yb, lr):
+    """A step of gpt.py's loop: forward (in bfloat16 or float16 where configure turned them on),
+    backward, AdamW at lr."""
+    with gpt.autocast(xb.device.type):
         logits, loss = model(xb, yb)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    scaler.scale(loss).backward()
     for group in optimizer.param_groups:
         group['lr'] = lr
-    optimizer.step()
+    scaler.step(optimizer)
+    scaler.update()
 
 
 def save_atomically(path, data):

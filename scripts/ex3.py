@@ -51,7 +51,7 @@ def train(model, splits, steps, label, lr=None):
     gpt.max_iters = steps
     if lr is not None:
         gpt.learning_rate, gpt.min_lr = lr, lr / 10
-    optimizer = common.optimizer(model)
+    optimizer, scaler = common.optimizer(model)
     t0 = t_last = time.time()
     step_last = 0
     try:
@@ -65,7 +65,7 @@ def train(model, splits, steps, label, lr=None):
                 t_last, step_last = now, step
             if step == steps:
                 break
-            common.train_step(model, optimizer, *gpt.get_batch(splits['train']), gpt.get_lr(step))
+            common.train_step(model, optimizer, scaler, *gpt.get_batch(splits['train']), gpt.get_lr(step))
     finally:
         for k, v in settings.items():
             setattr(gpt, k, v)

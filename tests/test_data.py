@@ -153,7 +153,7 @@ def test_a_text_too_short_for_the_block_size_is_one_line(tmp_path):
     (tmp_path / 'own.txt').write_text('abcdefghij' * 8) # 80 characters: 8 in the val split
     args = [f'--input_file={tmp_path / "own.txt"}', '--max_iters=1', *TINY_RUN[:-1]]
     r = run_here('gpt.py', *args, '--block_size=8', cwd=tmp_path)
-    assert r.returncode == 1 and r.stderr == ("error: the text is too short: its val split has 8 characters, "
-                                              "block_size=8 needs 9: use a longer text or a smaller --block_size\n")
-    r = run_here('gpt.py', *args, '--block_size=7', cwd=tmp_path) # as the message says
+    assert r.returncode == 1 and r.stderr == ("error: the text is too short for --block_size=8: its val split "
+                                              "has 8 characters\n")
+    r = run_here('gpt.py', *args, '--block_size=7', cwd=tmp_path) # a block and its next character: 8
     assert r.returncode == 0, r.stderr

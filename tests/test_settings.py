@@ -83,10 +83,10 @@ def test_a_run_of_hours_on_a_cpu_says_so_before_the_data_is_read(capsys, monkeyp
     monkeypatch.setattr(gpt.torch, 'get_num_threads', lambda: 2)
     gpt.configure(['--device=cpu'])
     note = capsys.readouterr().out.splitlines()[2]
-    assert note == ('note: about 21 hours on 2 CPU cores, the first loss line in 26 minutes; for a CPU, '
+    assert note == ('note: about 21 hours on 2 CPU cores, the first losses in 26 minutes; for a CPU, '
                     'python gpt.py --preset=cpu trains a smaller model in about 2 minutes')
     gpt.configure(['--device=cpu', '--n_layer=3']) # half the work: half the time
-    assert 'note: about 10 hours on 2 CPU cores, the first loss line in 13 minutes;' in capsys.readouterr().out
+    assert 'note: about 10 hours on 2 CPU cores, the first losses in 13 minutes;' in capsys.readouterr().out
     for argv in (['--preset=cpu'], ['--device=cpu', '--max_iters=100', '--eval_iters=20']):
         gpt.configure(argv)
         assert 'note:' not in capsys.readouterr().out, argv

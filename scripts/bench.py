@@ -7,6 +7,7 @@ can follow as --key=value.
     python scripts/bench.py --use_tf32=False --use_bf16=False --use_compile=False \\
         --use_fused_adamw=False --fast_attention=False        # every switch off: the lecture's float32
     python scripts/bench.py --n_layer=2 --n_embd=64 --block_size=64 --steps=50   # a CPU
+    python scripts/bench.py --compile_whole --compile_mode=reduce-overhead        # other ways to compile
 """
 import os
 import sys
@@ -45,6 +46,10 @@ def main(argv):
     p.add_argument('--saves', type=int, default=0, help='also time this many checkpoint writes')
     p.add_argument('--profile', type=int, default=0,
                    help='run this many more steps under torch.profiler: where a step goes')
+    p.add_argument('--compile_whole', action='store_true', help='torch.compile the whole model, not each Block')
+    p.add_argument('--compile_mode', default=None,
+                   help="torch.compile's mode: reduce-overhead (CUDA graphs), max-autotune (default: its default)")
+    p.add_argument('--compile_step', action='store_true', help='torch.compile the optimizer step too')
     args, settings = p.parse_known_args(argv)
     if min(args.steps - 1, args.warmup, args.evals, args.saves, args.profile) < 0 or not args.peak_tflops > 0:
         p.error("--steps must be at least 1, --warmup, --evals, --saves and --profile at least 0, "
@@ -55,11 +60,15 @@ def main(argv):
     data = torch.randint(65, (100_000,), device=gpt.device) # timing needs no real text
     model = gpt.GPTLanguageModel(65).to(gpt.device)
     optimizer, scaler = common.optimizer(model)
-    if gpt.use_compile:
-        for block in model.blocks:
-            block.compile()
+    if gpt.use_compile: # gpt.py compiles each Block; the others are candidates for it
+        for part in [model] if args.compile_whole else model.blocks:
+            part.compile(mode=args.compile_mode)
+    if args.compile_step:
+        optimizer.step = torch.compile(optimizer.step)
 
     def step(): # gpt.py's training step
+        if args.compile_mode == 'reduce-overhead': # a new step: the CUDA graphs' last outputs may be reused
+            torch.compiler.cudagraph_mark_step_begin()
         common.train_step(model, optimizer, scaler, *gpt.get_batch(data), gpt.get_lr(0))
 
     t0 = time.time()

@@ -3,8 +3,9 @@
 # the minute: the whole `python gpt.py` first (timed from the shell, nothing compiled yet, each
 # line of its output led by the seconds since it started), then scripts/bench.py with every
 # switch on (with its checkpoint writes and a profile: where a step's GPU time goes, kernel by
-# kernel), without torch.compile and with every switch off, then the GPU tests, then the whole
-# run again without torch.compile.
+# kernel), in float16 and in float32, then the candidates for a faster default side by side (the
+# whole model compiled, the compiler's CUDA graphs, a compiled optimizer step), without
+# torch.compile and with every switch off, then the GPU tests.
 #
 #   bash scripts/gpu_check.sh 2>&1 | tee gpu.log
 #
@@ -13,13 +14,12 @@
 # machine:
 #
 #   STEPS=2 WARMUP=1 EVALS=1 SAVES=1 PROFILE=1 bash scripts/gpu_check.sh --device=cpu --n_layer=1 \
-#       --n_head=2 --n_embd=32 --block_size=16 --batch_size=4 --max_iters=2 --eval_iters=1 \
-#       --max_new_tokens=5
+#       --n_head=2 --n_embd=32 --block_size=16 --batch_size=4 --max_iters=2 --eval_iters=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # python, else python3 (a plain Ubuntu has only the second); PYTHON=... picks another
 python=${PYTHON:-$(command -v python || command -v python3 || echo python)}
-steps=${STEPS:-300}
+steps=${STEPS:-200}
 warmup=${WARMUP:-10}
 evals=${EVALS:-3}
 saves=${SAVES:-3}
@@ -60,28 +60,24 @@ section "python gpt.py: the whole run"
 time step gpt.py stamped env TORCHINDUCTOR_CACHE_DIR="$scratch/inductor" \
     TRITON_CACHE_DIR="$scratch/triton" "$python" gpt.py --out_dir="$scratch/out" "$@"
 
-section "bench: every switch on, the default"
-step "bench, every switch on" "$python" scripts/bench.py \
-    --steps="$steps" --warmup="$warmup" --evals="$evals" --saves="$saves" --profile="$profile" "$@"
-
-section "bench: every switch on but torch.compile"
-step "bench without torch.compile" "$python" scripts/bench.py --use_compile=False \
-    --steps="$steps" --warmup="$warmup" --evals="$evals" "$@"
-
+# bench ROW OPTIONS...: one row of the bench, its failure reported without stopping the rest
+bench() { local name=$1; shift; section "bench: $name"; step "bench, $name" "$python" scripts/bench.py \
+    --steps="$steps" --warmup="$warmup" --evals="$evals" "$@"; }
+bench "every switch on, the default" --saves="$saves" --profile="$profile" "$@"
+bench "float16 (use_fp16), as on a GPU without bfloat16" --use_fp16=True "$@"
+bench "float32 (TF32 matmuls), for float16 to compare with" --use_bf16=False "$@"
+bench "the whole model compiled" --compile_whole "$@"
+bench "each Block compiled with CUDA graphs" --compile_mode=reduce-overhead "$@"
+bench "the whole model compiled with CUDA graphs" --compile_whole --compile_mode=reduce-overhead "$@"
+bench "the optimizer step compiled too" --compile_step "$@"
+bench "every switch on but torch.compile" --use_compile=False "$@"
 # a sixth of the steps (50 by default): each is about 8 times slower
-section "bench: every switch off, the lecture's per-head float32 path"
-step "bench, every switch off" "$python" scripts/bench.py --use_tf32=False --use_bf16=False \
-    --use_compile=False --use_fused_adamw=False --fast_attention=False \
-    --steps=$((steps / 6 > 1 ? steps / 6 : 1)) --warmup="$warmup" --evals=1 "$@"
+bench "every switch off, the lecture's per-head float32 path" --steps=$((steps / 6 > 1 ? steps / 6 : 1)) \
+    --evals=1 --use_tf32=False --use_bf16=False --use_compile=False --use_fused_adamw=False \
+    --fast_attention=False "$@"
 
 section "tests/test_gpu.py"
 step tests/test_gpu.py "$python" -m pytest -p no:cacheprovider tests/test_gpu.py
-
-# Does compiling pay for itself within one run? Last, as the least needed. (Python and PyTorch now
-# start from a warm disk cache: compare the runs' lines after `device:`.)
-section "python gpt.py --use_compile=False: the whole run, nothing compiled"
-time step "gpt.py --use_compile=False" stamped "$python" gpt.py \
-    --out_dir="$scratch/out-eager" --use_compile=False "$@"
 
 section "done"
 if [ ${#failed[@]} -gt 0 ]; then

@@ -67,3 +67,13 @@ def test_a_compiled_bf16_run_trains_and_its_checkpoint_samples_on_a_cpu(tmp_path
     assert 'use_bf16=True' in stdout and 'use_fused_adamw=True' in stdout
     sample = romeo(out, 'cpu')
     assert sample.startswith('ROMEO:') and len(sample) >= 36
+
+
+@needs_input
+def test_a_float16_run_trains_and_keeps_its_scale(tmp_path):
+    """use_fp16 on CUDA: float16 autocast and the GradScaler, as a T4 runs by itself."""
+    stdout = run('gpt.py', *SMALL, '--device=cuda', '--use_fp16=True', f'--out_dir={tmp_path}').stdout
+    assert 'use_fp16=True' in stdout and 'use_bf16=False' in stdout
+    found = losses(stdout)
+    assert sorted(found) == [0, 30, 60] and found[60][1] < found[0][1] - 0.5
+    assert torch.load(tmp_path / 'ckpt.pt', weights_only=True)['scaler']['scale'] > 0

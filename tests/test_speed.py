@@ -73,7 +73,7 @@ def test_bench_rejects_bad_options_in_one_line():
 def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path):
     """scripts/gpu_check.sh, with a stand-in for python that records each command and fails the
     bench without torch.compile: every command runs, in order, with the options given last; each set
-    of options is one gpt.py or bench.py accepts; the whole runs' lines are timed; the failure is
+    of options is one gpt.py or bench.py accepts; the whole run's lines are timed; the failure is
     named and the exit is 1."""
     log = tmp_path / 'calls.txt'
     stand_in = tmp_path / 'python'
@@ -91,26 +91,31 @@ def test_gpu_check_runs_every_measurement_with_options_the_scripts_take(tmp_path
     env = {k: v for k, v in os.environ.items() if k not in ('TORCHINDUCTOR_CACHE_DIR', 'TRITON_CACHE_DIR')}
     r = subprocess.run(['bash', os.path.join(ROOT, 'scripts', 'gpu_check.sh'), '--device=cpu', '--n_layer=1'],
                        env={**env, 'PYTHON': str(stand_in), 'STEPS': '12'}, capture_output=True, text=True)
-    assert r.returncode == 1 and r.stderr.endswith('failed: bench without torch.compile\n'), r.stderr
-    runs = [part.split('\n=== ')[0] for part in r.stdout.split('=== python gpt.py')[1:]]
-    assert len(runs) == 2 and '--use_compile=False' in runs[1].splitlines()[0]
-    for run in runs: # each line of a whole run, led by the seconds since it started
-        assert re.findall(r'^ +\d+\.\d\d s \| (.*)$', run, re.M) == ['device: cuda', 'the sample'], run
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.endswith('failed: bench, every switch on but torch.compile\n'), r.stderr
+    run = r.stdout.split('=== python gpt.py')[1].split('\n=== ')[0]
+    assert re.findall(r'^ +\d+\.\d\d s \| (.*)$', run, re.M) == ['device: cuda', 'the sample'], run
     records = [json.loads(line) for line in log.read_text().splitlines()]
     calls = [args for _, args in records]
-    assert [args[0] for args in calls] == ['-c', 'gpt.py', *['scripts/bench.py'] * 3, '-m', 'gpt.py']
+    assert [args[0] for args in calls] == ['-c', 'gpt.py', *['scripts/bench.py'] * 9, '-m']
     compile_cache = records[1][0]
     assert compile_cache and not os.path.exists(os.path.dirname(compile_cache)) # removed at the end
-    for script, *args in calls[1:5] + calls[6:]:
+    for script, *args in calls[1:-1]:
         assert args[-2:] == ['--device=cpu', '--n_layer=1'] # the options given, last: they win
-        own = [a for a in args if a.split('=')[0] in ('--steps', '--warmup', '--evals', '--saves', '--profile')]
-        gpt.configure([a for a in args if a not in own]) # gpt.py takes all the others
+        own = ['--steps', '--warmup', '--evals', '--saves', '--profile', '--compile_whole', '--compile_mode',
+               '--compile_step']
+        gpt.configure([a for a in args if a.split('=')[0] not in own]) # gpt.py takes all the others
         assert gpt.n_layer == 1 and gpt.device == 'cpu'
-    off = '--use_tf32=False --use_bf16=False --use_compile=False --use_fused_adamw=False --fast_attention=False'
-    assert not set(off.split()) & set(calls[2]) and '--steps=12' in calls[2] # every switch on
-    assert '--saves=3' in calls[2] and '--profile=10' in calls[2]
-    assert set(off.split()) & set(calls[3]) == {'--use_compile=False'}
-    assert set(off.split()) <= set(calls[4]) and '--steps=2' in calls[4] # every switch off, a sixth of the steps
-    assert calls[5] == ['-m', 'pytest', '-p', 'no:cacheprovider', 'tests/test_gpu.py']
-    assert set(off.split()) & set(calls[6]) == {'--use_compile=False'} # the whole run again, not compiled
-    assert records[6][0] is None and calls[6][1] != calls[1][1] # default caches, its own out_dir
+    bench_rows = [set(args) for args in calls[2:-1]]
+    off = {'--use_tf32=False', '--use_bf16=False', '--use_compile=False', '--use_fused_adamw=False',
+           '--fast_attention=False'}
+    assert not off & bench_rows[0] and {'--steps=12', '--saves=3', '--profile=10'} <= bench_rows[0]
+    assert bench_rows[1] - bench_rows[0] == {'--use_fp16=True'} # float16 forced
+    assert off & bench_rows[2] == {'--use_bf16=False'} # float32, for float16 to compare with
+    assert [row & {'--compile_whole', '--compile_mode=reduce-overhead', '--compile_step'} for row in bench_rows[3:7]] \
+        == [{'--compile_whole'}, {'--compile_mode=reduce-overhead'}, {'--compile_whole', '--compile_mode=reduce-overhead'},
+            {'--compile_step'}] # the candidates
+    assert off & bench_rows[7] == {'--use_compile=False'}
+    assert off <= bench_rows[8] and calls[10].index('--steps=2') > calls[10].index('--steps=12') # a sixth
+    assert calls[-1] == ['-m', 'pytest', '-p', 'no:cacheprovider', 'tests/test_gpu.py']
+    assert '--saves=3' not in ' '.join(calls[3]) and sum('--profile=10' in args for args in calls) == 1

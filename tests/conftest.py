@@ -83,7 +83,10 @@ def tiny(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def gpts_settings_put_back():
-    """What a test sets in gpt (gpt.configure sets every setting) is put back after it."""
+    """What a test sets in gpt (gpt.configure sets every setting, and TF32's two flags in torch) is
+    put back after it. (monkeypatch can't put those flags back: torch keeps them outside __dict__.)"""
     settings = dict(vars(gpt))
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     yield
     vars(gpt).update(settings)
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32

@@ -79,9 +79,7 @@ def test_cuda_without_bfloat16_gets_float16(major, args, fp16, bf16, monkeypatch
     """configure on a pretend CUDA GPU of the given generation (this machine has none)."""
     monkeypatch.setattr(torch, 'zeros', lambda *a, **k: torch.tensor([0.0])) # the device check passes
     monkeypatch.setattr(torch.cuda, 'get_device_capability', lambda device=None: (major, 0))
-    monkeypatch.setattr(torch.backends.cuda.matmul, 'allow_tf32', False) # configure sets them: put back after
-    monkeypatch.setattr(torch.backends.cudnn, 'allow_tf32', False)
-    gpt.configure(['--device=cuda', *args])
+    gpt.configure(['--device=cuda', *args]) # the TF32 flags it sets are put back after (conftest.py)
     assert (gpt.use_fp16, gpt.use_bf16) == (fp16, bf16)
 
 

@@ -33,8 +33,8 @@ def test_pinned_get_batch_draws_the_cpu_batches(tiny):
     assert x_gpu.is_cuda and torch.equal(x_gpu.cpu(), x_cpu) and torch.equal(y_gpu.cpu(), y_cpu)
 
 
-def test_batched_attention_equals_the_lectures_heads_on_cuda(tiny, monkeypatch):
-    monkeypatch.setattr(torch.backends.cuda.matmul, 'allow_tf32', False) # exact float32
+def test_batched_attention_equals_the_lectures_heads_on_cuda(tiny):
+    torch.backends.cuda.matmul.allow_tf32 = False # exact float32 (put back after: conftest.py)
     torch.manual_seed(0)
     lecture = gpt.MultiHeadAttention(4, 8).cuda().eval()
     batched = gpt.BatchedMultiHeadAttention(4, 8).cuda().eval()

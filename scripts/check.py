@@ -129,7 +129,7 @@ def ffwd(inner, relu):
 
 
 def last_of_blocks(ref, mine):
-    """The video's model at 1:37: the final LayerNorm is the last element of blocks, and no ln_f."""
+    """The video's model from 1:32:51: the final LayerNorm is the last element of blocks; no ln_f."""
     if not (isinstance(getattr(mine, 'blocks', None), nn.Sequential) and isinstance(mine.blocks[-1], nn.LayerNorm)):
         raise LookupError("not the video's layout")
     mistake(lambda m, idx: model(m, idx, ln_f=False), drop='ln_f')(ref, mine)
@@ -139,7 +139,7 @@ def last_of_blocks(ref, mine):
 CATALOGUE = {
     'Head': [
         ('the 1/sqrt(head_size) scale is missing', False, mistake(lambda h, x: head(h, x, scale=1.0))),
-        ('scaled by C**-0.5, C = n_embd, as the video at 1:17:30 (C from x.shape); the published code and gpt.py '
+        ('scaled by C**-0.5, C = n_embd, as the video from 1:16:56 (C from x.shape); the published code and gpt.py '
          'scale by head_size**-0.5', True, mistake(lambda h, x: head(h, x, scale=gpt.n_embd**-0.5))),
         ('no causal mask: the future talks to the past', False, mistake(lambda h, x: head(h, x, mask=None))),
         ('the mask applied after the softmax', False, mistake(lambda h, x: head(h, x, mask='after'))),
@@ -158,7 +158,7 @@ CATALOGUE = {
          mistake(lambda b, x: block(b, x, post=True))),
         ('the feed-forward before the attention', False, mistake(lambda b, x: block(b, x, swap=True)))],
     'the model': [
-        ('the last LayerNorm as the last of blocks, as the video at 1:37; the published code names it ln_f',
+        ('the last LayerNorm as the last of blocks, as the video from 1:32:51; the published code names it ln_f',
          True, last_of_blocks),
         ('no ln_f before lm_head', False, mistake(lambda m, idx: model(m, idx, ln_f=False), drop='ln_f')),
         ('no position embedding', False,
@@ -259,8 +259,8 @@ def check_class(part, cls, args, ours, inputs):
     if part != 'the model':
         return check_part(part, mine, ours, inputs)
     bigram_like = [n for n, _ in mine.named_parameters()] == ['token_embedding_table.weight']
-    line, ok = check_part(part, mine, lambda: (bigram.BigramLanguageModel if bigram_like else gpt.GPTLanguageModel)(VOCAB),
-                          inputs)
+    reference = bigram.BigramLanguageModel if bigram_like else gpt.GPTLanguageModel
+    line, ok = check_part(part, mine, lambda: reference(VOCAB), inputs)
     try:
         problems, loss = invariants(mine, inputs.shape[1])
     except Exception as e:

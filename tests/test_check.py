@@ -98,10 +98,10 @@ def test_a_mistake_that_breaks_causality_fails_the_models_checks_too(tmp_path):
 
 @pytest.mark.parametrize('changes, said', [
     ([('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', 'wei = q @ k.transpose(-2,-1) * C**-0.5')],
-     'scaled by C**-0.5, C = n_embd, as the video at 1:17:30'),
+     'scaled by C**-0.5, C = n_embd, as the video from 1:16:56'),
     ([('for _ in range(n_layer)])', 'for _ in range(n_layer)], nn.LayerNorm(n_embd))'),
       ('        self.ln_f = nn.LayerNorm(n_embd)\n', ''), ('        x = self.ln_f(x)\n', '')],
-     'the last LayerNorm as the last of blocks, as the video at 1:37'),
+     'the last LayerNorm as the last of blocks, as the video from 1:32:51'),
 ])
 def test_what_the_video_did_is_said_so_and_not_a_mistake(changes, said, tmp_path):
     r, lines = check(tmp_path, edited(*changes))

@@ -67,6 +67,11 @@ def losses(stdout):
     return {int(s): (float(t), float(v)) for s, t, v in found}
 
 
+def sample(stdout, step):
+    """What a run printed after its last evaluation, the one at step: the sample."""
+    return stdout.rsplit(f'step {step}: ', 1)[1].split('\n', 1)[1]
+
+
 # a gpt.py run of a second or two
 TINY_GPT = ['--n_layer=1', '--n_head=2', '--n_embd=16', '--block_size=16', '--batch_size=8',
             '--max_iters=30', '--eval_interval=10', '--eval_iters=5', '--device=cpu']

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT, TINY_GPT, losses, needs_input, run_here
+from conftest import ROOT, TINY_GPT, losses, needs_input, run_here, sample
 
 pytestmark = needs_input
 
@@ -27,7 +27,7 @@ def test_a_run_trains_saves_and_samples(tmp_path):
     rows = (tmp_path / 'out' / 'log.csv').read_text().splitlines()
     assert rows[0] == 'step,train_loss,val_loss,elapsed_s' and [row.split(',')[0] for row in rows[1:]] == \
         ['0', '10', '20', '30']
-    assert len(r.stdout.split('step 30: ')[1].split('\n', 1)[1]) >= 50 # the sample
+    assert len(sample(r.stdout, 30)) >= 50
 
 
 def test_best_pt_holds_the_lowest_val_loss(tmp_path):
@@ -123,10 +123,6 @@ def uninterrupted(tmp_path_factory):
     return r.stdout, (folder / 'out' / 'log.csv').read_text()
 
 
-def sample(stdout):
-    return stdout.rsplit('step 60: ', 1)[1].split('\n', 1)[1]
-
-
 @pytest.mark.trains
 def test_resume_goes_on_exactly(uninterrupted, tmp_path):
     """Stopped at step 30, then resumed to 60: the same losses, log and sample as in one go (the
@@ -138,7 +134,7 @@ def test_resume_goes_on_exactly(uninterrupted, tmp_path):
     assert 'resumed from out/ckpt.pt at step 30 (best val loss ' in second.stdout
     assert {**losses(first.stdout), **losses(second.stdout)} == losses(full)
     assert 0 not in losses(second.stdout) and 30 not in losses(second.stdout) # done before it stopped
-    assert sample(second.stdout) == sample(full)
+    assert sample(second.stdout, 60) == sample(full, 60)
     strip = lambda text: [row.rsplit(',', 1)[0] for row in text.splitlines()] # without the times
     assert strip((tmp_path / 'out' / 'log.csv').read_text()) == strip(log)
 
@@ -164,8 +160,7 @@ def test_sigterm_stops_and_says_how_to_resume_from_the_last_evaluation(tmp_path)
                             re.M).group(1))
     assert resumed in (0, 30, 60) # the last checkpoint saved before the signal came
     assert losses(r.stdout) == {s: v for s, v in losses(full).items() if s > resumed}
-    sample = lambda stdout: stdout.rsplit('step 90: ', 1)[1].split('\n', 1)[1]
-    assert sample(r.stdout) == sample(full)
+    assert sample(r.stdout, 90) == sample(full, 90)
 
 
 def test_ctrl_c_stops_and_says_how_to_resume(uninterrupted, tmp_path, monkeypatch):
@@ -187,7 +182,7 @@ def test_ctrl_c_stops_and_says_how_to_resume(uninterrupted, tmp_path, monkeypatc
     r = run_here('gpt.py', *TINY_GPT, '--max_iters=60', '--resume=True', cwd=tmp_path)
     assert 'resumed from out/ckpt.pt at step 40 ' in r.stdout
     assert losses(r.stdout) == {50: losses(full)[50], 60: losses(full)[60]}
-    assert sample(r.stdout) == sample(full)
+    assert sample(r.stdout, 60) == sample(full, 60)
 
 
 @pytest.mark.parametrize('make, words', [

@@ -35,11 +35,14 @@ The model is gpt.py's GPTLanguageModel with its own 18-symbol vocabulary. One mo
 the operations asked for; each batch holds a share of each (--shares; / twice the others),
 drawn at random, none of them held out: a quarter with operands of 1 to n digits (--short),
 the rest uniform below 10**n, as the held-out problems; a quarter of those of - and / close to
-a tie (--tight); a divisor of 0 becomes 1. The prompt is masked out of the loss (target -1,
-ignore_index), as in scripts/addition.py. It is scored per operation by greedy decoding, as
-exact match of the answer (the work it wrote before is not scored: the answer is what a
-calculator is for), on 1,000 held-out problems of n-digit operands (fewer where there are not
-so many) that never appear in training. Training stops once every operation reaches --target.
+a tie (--tight); 15% of the divisions by 1 to 9 (--small); a divisor of 0 becomes 1. In a
+quarter of the steps of long division the estimate is the other one that works (one more, with
+a borrow, or one less), its target masked (--other): the model learns to finish a step from
+either. The prompt is masked out of the loss (target -1, ignore_index), as in addition.py. It
+is scored per operation by greedy decoding, as exact match of the answer (not the work before
+it: the answer is what a calculator is for), on 1,000 held-out problems of n-digit operands
+(fewer where there are not so many) never seen in training. Training stops once every operation
+reaches --target (by default at most 1,750 steps for 2 digits: about 9 minutes on 2 cores).
 At the end it shows, per operation, the first held-out problem as the model writes it, and the
 first three it gets wrong, if any, and saves the model (--out).
 
@@ -84,8 +87,10 @@ def decode(tokens):
 class Problems:
     """n-digit problems of the given operations as token sequences, from a seeded generator."""
 
-    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None, tight=0.0, short=0.0):
-        self.n, self.ops, self.cot, self.tight, self.short = digits, ops, cot, tight, short
+    def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None, tight=0.0, short=0.0,
+                 other=0.0, small=0.0):
+        self.n, self.ops, self.cot, self.tight, self.short, self.other = digits, ops, cot, tight, short, other
+        self.small = small
         self.shares = shares or [1] * len(ops) # of each batch, per operation
         self.gen = torch.Generator().manual_seed(seed)
         self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
@@ -116,15 +121,18 @@ class Problems:
     def operands(self, op, count, gen, training=True):
         """two (count,) tensors of random numbers below 10**n, uniform; a divisor is at least 1. In
         training, a share `short` of the problems have operands of a random length of 1 to n digits
-        (small numbers are rare otherwise), and a share `tight` of the problems of - and / are drawn
-        where their comparison is close: b within 1 of a for -, a within 1 of its nearest multiple of
-        b for / (a remainder of 0, 1 or b-1)."""
+        (small numbers are rare otherwise), a share `small` of the divisions have a divisor of 1 to 9,
+        and a share `tight` of the problems of - and / are drawn where their comparison is close: b
+        within 1 of a for -, a within 1 of its nearest multiple of b for / (a remainder of 0, 1 or b-1)."""
         a, b = addition.random_numbers(self.n, count, gen, mixed=False)
         if training and self.short:
             pick = torch.rand(count, generator=gen) < self.short
             short_a, short_b = addition.random_numbers(self.n, count, gen, mixed=True)
             a, b = torch.where(pick, short_a, a), torch.where(pick, short_b, b)
         b = b.clamp(min=1) if op == '/' else b
+        if training and self.small and op == '/':
+            pick = torch.rand(count, generator=gen) < self.small
+            b = torch.where(pick, torch.randint(1, 10, (count,), generator=gen), b)
         if training and self.tight and op in '-/':
             pick = torch.rand(count, generator=gen) < self.tight
             near = torch.randint(-1, 2, (count,), generator=gen)
@@ -134,8 +142,9 @@ class Problems:
                 a = torch.where(pick, (torch.round(a / b).long() * b + near).clamp(0, 10 ** self.n - 1), a)
         return a, b
 
-    def written(self, op, a, b):
-        """(B,) operands -> (B, W) tokens of the work, if any, and the answer"""
+    def written(self, op, a, b, other=None):
+        """(B,) operands -> (B, W) tokens of the work, if any, and the answer; other, (B, n) bools:
+        the steps of long division that write the other estimate that works (see batch)"""
         n, B = self.n, len(a)
         if op == '+':
             return backwards(a + b, n + 1)
@@ -164,6 +173,8 @@ class Problems:
         for i in range(n):
             c = 10 * r + a // 10 ** (n - 1 - i) % 10
             e = ((2 * c + b) // (2 * b)).clamp(max=9)
+            if other is not None: # c // b, one too many, or the reverse (never 10)
+                e = torch.where(other[:, i], torch.where(e > c // b, e - 1, (e + 1).clamp(max=9)), e)
             p = e * b
             borrow = c < p
             q = e - borrow.long()
@@ -174,11 +185,11 @@ class Problems:
                                     backwards(r, n)], dim=1))
         return joined([joined(steps, ','), answer], '=')
 
-    def encode(self, op, a, b):
+    def encode(self, op, a, b, other=None):
         """(B,) operands of one operation -> (B, length(op)) token sequences"""
         sign, eq, end = (torch.full((len(a), 1), TOKEN[ch]) for ch in (op, '=', '$'))
         return torch.cat([addition.digits_of(a, self.n), sign, addition.digits_of(b, self.n), eq,
-                          self.written(op, a, b), end], dim=1)
+                          self.written(op, a, b, other), end], dim=1)
 
     def batch(self, batch_size):
         """A training batch: per operation (its problems have a length of their own) a pair x, y
@@ -191,8 +202,16 @@ class Problems:
             while not keep.any(): # a draw of held-out problems only is drawn again
                 a, b = self.operands(op, count, self.gen)
                 keep = torch.tensor([(op, x, y) not in self.held_set for x, y in zip(a.tolist(), b.tolist())])
-            seq = self.encode(op, a[keep], b[keep])
-            batches.append((seq[:, :-1], addition.mask_prompt(seq[:, 1:], self.prompt_length)))
+            a, b, other = a[keep], b[keep], None
+            if op == '/' and self.cot and self.other:
+                other = torch.rand(len(a), self.n, generator=self.gen) < self.other
+            seq = self.encode(op, a, b, other)
+            y = addition.mask_prompt(seq[:, 1:], self.prompt_length)
+            if other is not None: # the estimate is not learned there, what follows it is; a step is
+                # 4n+6 tokens and a comma, its estimate after the n+1 digits brought down
+                at = self.prompt_length - 1 + (4 * self.n + 7) * torch.arange(self.n) + self.n + 1
+                y[:, at] = torch.where(other, -1, y[:, at])
+            batches.append((seq[:, :-1], y))
         return batches
 
     def held_out_tensors(self, op):
@@ -216,13 +235,18 @@ def parse_args(argv):
     p.add_argument('--short', type=float, default=0.25,
                    help='the share of the training problems whose operands have a random length of 1 to n '
                         'digits; the others, as the held-out ones, are uniform below 10**n (default: %(default)s)')
+    p.add_argument('--other', type=float, default=0.25,
+                   help='the share of the steps of long division in training that write the other estimate '
+                        'that works, its target masked (default: %(default)s)')
+    p.add_argument('--small', type=float, default=0.15,
+                   help='the share of the training divisions whose divisor is 1 to 9 (default: %(default)s)')
     p.add_argument('--out', type=os.path.expanduser, default=os.path.join('out', 'calculator.pt'),
                    help='where training saves the model, and where --ask reads it (default: %(default)s)')
     p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
                    help='answer these problems with the saved model, e.g. --ask "57/42" "12*34"; '
                         'with none, one a line from standard input')
-    addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 2200 per digit after the first, '
-                                                                     '1000 for 1 digit',
+    addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 1000 for 1 digit, 1750 for 2, '
+                                                                     '2200 per digit after the first beyond',
                               target_help='stop once every operation reaches this held-out exact match, '
                                           'at most 1 (default: %(default)s)')
     p.set_defaults(target=0.995)
@@ -235,15 +259,16 @@ def parse_args(argv):
     if args.batch_size < len(args.ops):
         p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
     if args.max_steps is None:
-        args.max_steps = 2200 * (args.digits - 1) or 1000
+        args.max_steps = {1: 1000, 2: 1750}.get(args.digits, 2200 * (args.digits - 1))
     if args.shares is None:
         args.shares = [2 if op == '/' else 1 for op in args.ops]
     if args.shares is not None and (len(args.shares) != len(args.ops) or min(args.shares) <= 0):
         p.error(f"--shares takes a share above 0 for each of --ops {args.ops!r}, got {args.shares}")
     if not 0 <= args.tight < 1:
         p.error(f"--tight must be at least 0 and below 1, got {args.tight}")
-    if not 0 <= args.short <= 1:
-        p.error(f"--short must be from 0 to 1, got {args.short}")
+    for key in ('short', 'small', 'other'):
+        if not 0 <= getattr(args, key) <= 1:
+            p.error(f"--{key} must be from 0 to 1, got {getattr(args, key)}")
     if os.path.isdir(args.out): # said now, not after the training
         p.error(f"--out {args.out} is a folder: give the name of a file")
     return args
@@ -326,7 +351,8 @@ def main(argv):
         return ask(args, args.ask or sys.stdin)
     t_start = time.time()
     problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed, shares=args.shares, tight=args.tight,
-                        short=args.short)
+                        short=args.short, other=args.other,
+                        small=args.small)
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
     model, optimizer = addition.build_model(args, len(VOCAB), block)
     held = {op: problems.held_out_tensors(op) for op in args.ops}

@@ -73,6 +73,30 @@ def test_every_answer_and_every_step_of_the_work_is_right(digits):
                 assert ''.join(str(int(step[3 * digits + 5])) for step in steps) == answer.split('r')[0]
 
 
+@pytest.mark.parametrize('digits', [1, 2, 3])
+def test_the_other_estimate_in_training_still_divides_right_and_is_not_learned(digits):
+    """--other 1: every step writes the estimate that rounding did not choose (c // b, or one more),
+    the work after it still ends at the right answer, and the estimate's own target is -1."""
+    p = calculator.Problems(digits, cot=True, seed=digits, other=1.0, held_out=False)
+    x, y = p.batch(400)[-1]
+    start = p.prompt_length - 1 # y[t] is the token after x[t]
+    assert ((y[:, start:] == -1).sum(1) == digits).all() # one masked target per step, no more
+    for xs, ys in zip(x.tolist(), y.tolist()):
+        text = calculator.decode(xs) + '$'
+        prompt, work, answer = text[:-1].split('=')
+        a, b = map(int, prompt.split('/'))
+        assert answer == f'{a // b:0{digits}d}r{a % b:0{digits}d}'
+        remainder, at = 0, start
+        for i, step in enumerate(work.split(',')):
+            current = 10 * remainder + int(f'{a:0{digits}d}'[i])
+            estimate, q = int(step[digits + 1]), int(step[3 * digits + 5])
+            rounded = min(9, int(current / b + 0.5))
+            assert estimate in (current // b, current // b + 1) and (estimate != rounded or current // b == 9)
+            assert q == current // b and step[3 * digits + 4] == '+-'[estimate > q]
+            assert ys[at + digits + 1] == -1 and ys[at + digits] >= 0 and ys[at + digits + 2] >= 0
+            remainder, at = current - q * b, at + len(step) + 1
+
+
 class Copier:
     """A stand-in model that writes out a fixed set of sequences, whatever it is given."""
 
@@ -265,6 +289,18 @@ def test_short_mixes_in_operands_of_fewer_digits_in_training_only():
         assert 0.07 < (held < 10).float().mean() < 0.13
 
 
+def test_small_draws_one_digit_divisors_for_training_divisions_only():
+    """--small 0.5: half of the training divisions have a divisor of 1 to 9 (against 9% of uniform 2-digit
+    ones), each about as often; the other operations and the held-out divisions are drawn as before."""
+    problems, plain = calculator.Problems(2, small=0.5), calculator.Problems(2)
+    a, b = problems.operands('/', 9000, problems.gen)
+    assert 0.5 < (b < 10).float().mean() < 0.6 and (b >= 1).all()
+    assert 0.045 < (b == 1).float().mean() < 0.075 and 0.045 < (b == 9).float().mean() < 0.075
+    assert problems.held_out == plain.held_out
+    assert all(torch.equal(x, y) for x, y in zip(plain.operands('*', 50, torch.Generator().manual_seed(0)),
+                                                 problems.operands('*', 50, torch.Generator().manual_seed(0))))
+
+
 def test_the_work_is_on_by_default_and_no_cot_turns_it_off():
     assert calculator.parse_args([]).cot and not calculator.parse_args(['--no-cot']).cot
-    assert calculator.parse_args([]).max_steps == 2200 and calculator.parse_args(['--digits', '3']).max_steps == 4400
+    assert calculator.parse_args([]).max_steps == 1750 and calculator.parse_args(['--digits', '3']).max_steps == 4400

@@ -54,6 +54,8 @@ def test_cpu_sweep_shows_each_runs_progress_then_the_table():
     ('calculator', ['--shares', '1', '2'], "--shares takes a share above 0 for each of --ops '+-*/'"),
     ('calculator', ['--tight=1'], '--tight must be at least 0 and below 1, got 1.0'),
     ('calculator', ['--short=1.5'], '--short must be from 0 to 1, got 1.5'),
+    ('calculator', ['--other=2'], '--other must be from 0 to 1, got 2.0'),
+    ('calculator', ['--small=-1'], '--small must be from 0 to 1, got -1.0'),
     ('bench', ['--warmup=-1'], '--steps must be at least 1, --warmup'),
     ('ex4', ['--max_iters=0'], '--max_iters must be at least 1, got 0'),
 ])

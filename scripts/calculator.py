@@ -89,8 +89,8 @@ class Problems:
 
     def __init__(self, digits, ops=OPS, cot=False, seed=1337, held_out=True, shares=None, tight=0.0, short=0.0,
                  other=0.0, small=0.0):
-        self.n, self.ops, self.cot, self.tight, self.short, self.other = digits, ops, cot, tight, short, other
-        self.small = small
+        self.n, self.ops, self.cot = digits, ops, cot
+        self.tight, self.short, self.small, self.other = tight, short, small, other
         self.shares = shares or [1] * len(ops) # of each batch, per operation
         self.gen = torch.Generator().manual_seed(seed)
         self.held_out = {} # op -> list of (a, b), uniform over n-digit pairs, from their own generator
@@ -173,7 +173,7 @@ class Problems:
         for i in range(n):
             c = 10 * r + a // 10 ** (n - 1 - i) % 10
             e = ((2 * c + b) // (2 * b)).clamp(max=9)
-            if other is not None: # c // b, one too many, or the reverse (never 10)
+            if other is not None: # the other estimate that works: c // b where rounding gave one more, else one more
                 e = torch.where(other[:, i], torch.where(e > c // b, e - 1, (e + 1).clamp(max=9)), e)
             p = e * b
             borrow = c < p
@@ -351,8 +351,7 @@ def main(argv):
         return ask(args, args.ask or sys.stdin)
     t_start = time.time()
     problems = Problems(args.digits, args.ops, cot=args.cot, seed=args.seed, shares=args.shares, tight=args.tight,
-                        short=args.short, other=args.other,
-                        small=args.small)
+                        short=args.short, other=args.other, small=args.small)
     block = max(map(problems.length, args.ops)) - 1 # the longest problem, less its last token
     model, optimizer = addition.build_model(args, len(VOCAB), block)
     held = {op: problems.held_out_tensors(op) for op in args.ops}

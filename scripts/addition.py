@@ -162,6 +162,9 @@ def training_options(p, n_layer, lr, max_steps_help, target_help):
     p.add_argument('--max_steps', type=int, default=None, help=max_steps_help)
     p.add_argument('--max_seconds', type=float, default=None,
                    help='stop after this many seconds of training (default: no limit)')
+    p.add_argument('--decay_by_clock', action='store_true',
+                   help='with --max_seconds: the learning rate decays as the clock runs as well as the steps, '
+                        'so it reaches its end by max_seconds on any machine (the losses differ run to run)')
     p.add_argument('--target', type=float, default=0.99, help=target_help)
     p.add_argument('--eval_every', type=int, default=250,
                    help='steps between held-out evaluations (default: %(default)s)')
@@ -186,6 +189,8 @@ def check_training_options(p, args):
     for key in ('lr', 'max_seconds'):
         if getattr(args, key) is not None and getattr(args, key) <= 0:
             p.error(f'--{key} must be above 0, got {getattr(args, key)}')
+    if args.decay_by_clock and args.max_seconds is None:
+        p.error('--decay_by_clock needs --max_seconds')
     if args.warmup < 0:
         p.error(f'--warmup must be at least 0, got {args.warmup}')
     if not (args.seed in common.SEEDS and args.seed + 1 in common.SEEDS): # the held-out problems: seed + 1
@@ -215,8 +220,11 @@ def train(args, model, optimizer, batch_loss, evaluate, t_start):
     early once every score reaches target. Returns the last scores and the last step."""
     t0, t_evals = time.time(), 0.0 # t_evals: time spent evaluating, not training
     for step in range(1, args.max_steps + 1):
+        at = step - 1 # how far along the schedule: by the steps, or by the clock if that is further
+        if args.decay_by_clock:
+            at = max(at, (time.time() - t0) / args.max_seconds * args.max_steps)
         for group in optimizer.param_groups:
-            group['lr'] = gpt.get_lr(step - 1)
+            group['lr'] = gpt.get_lr(at)
         loss = batch_loss()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

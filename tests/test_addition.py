@@ -99,3 +99,26 @@ def test_answers_are_what_greedy_decoding_writes(monkeypatch):
     mixed[::2] = greedy[::2] # half of them as the model writes them, half not
     assert not torch.equal(mixed, greedy)
     assert torch.equal(addition.answers(model, mixed, p.prompt_length, 'cpu', chunk=7), greedy)
+
+
+@pytest.mark.parametrize('by_clock', [False, True])
+def test_decay_by_clock_ends_the_schedule_when_the_time_is_up(monkeypatch, capsys, by_clock):
+    """With --decay_by_clock, a run whose --max_seconds are up after its first step has its learning
+    rate at the schedule's end (a tenth of --lr), however many steps were left; without, the first
+    step's rate is the warmup's first."""
+    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
+                'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
+        monkeypatch.setattr(gpt, key, getattr(gpt, key))
+    args = addition.parse_args(['--max_steps=1000', '--max_seconds=1e-9', '--n_layer=1', '--n_embd=8', '--n_head=1']
+                               + ['--decay_by_clock'] * by_clock)
+    model, optimizer = addition.build_model(args, 4, 4)
+    x = torch.zeros(2, 4, dtype=torch.long)
+    scores, step = addition.train(args, model, optimizer, lambda: model(x, x)[1], lambda: {'': 0.0}, 0.0)
+    assert step == 1 and 'step 1: loss' in capsys.readouterr().out
+    assert optimizer.param_groups[0]['lr'] == pytest.approx(args.lr / 10 if by_clock else args.lr / args.warmup)
+
+
+def test_decay_by_clock_needs_max_seconds(capsys):
+    with pytest.raises(SystemExit):
+        addition.parse_args(['--decay_by_clock'])
+    assert capsys.readouterr().err == "error: --decay_by_clock needs --max_seconds (see --help)\n"

@@ -1,8 +1,9 @@
-"""
+r"""
 After EX2, the lecture's next step: one GPT as a calculator for + - * and /.
 
     python scripts/calculator.py                     # 2-digit operands, all four operations
-    python scripts/calculator.py --digits 3 --max_steps 5200 --eval_every 500 --target 0.99
+    python scripts/calculator.py --digits 3 --max_steps 6000 --eval_every 1000 --target 0.99 \
+        --max_seconds 2600 --decay_by_clock     # 45 minutes, the learning rate decaying by the clock
     python scripts/calculator.py --no-cot            # the answers alone, without the work
     python scripts/calculator.py --ask "57/42" "12*34"    # the trained model answers (out/calculator.pt)
     echo "99-7" | python scripts/calculator.py --ask      # or one problem a line on standard input

@@ -53,10 +53,7 @@ def test_training_problems_never_include_held_out_ones():
 
 
 @pytest.mark.trains
-def test_a_tiny_run_learns_two_digit_addition(capsys, monkeypatch):
-    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
-                'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
-        monkeypatch.setattr(gpt, key, getattr(gpt, key))  # main() sets them: restore them after
+def test_a_tiny_run_learns_two_digit_addition(capsys):
     # 2 digits, not 1: one-digit addition has only 100 problems, too few to hold 1,000 out, and
     # learning it is memorizing. Here 1,000 of the 10,000 problems are never trained on.
     accuracy = addition.main(['--digits', '2', '--max_steps', '600', '--eval_every', '100',
@@ -84,11 +81,9 @@ def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
         assert x.shape == (1, p.length - 1) and (y[0, p.prompt_length - 1:] >= 0).all()
 
 
-def test_answers_are_what_greedy_decoding_writes(monkeypatch):
+def test_answers_are_what_greedy_decoding_writes():
     """answers() decodes only the problems the model does not follow token by token: the rest
     it returns as they are. Either way, each row must be what greedy decoding writes."""
-    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout'):
-        monkeypatch.setattr(gpt, key, getattr(gpt, key))
     gpt.n_layer, gpt.n_head, gpt.n_embd, gpt.block_size, gpt.dropout = 1, 2, 32, 12, 0.0
     torch.manual_seed(0)
     model = gpt.GPTLanguageModel(len(addition.VOCAB)).eval()
@@ -102,13 +97,10 @@ def test_answers_are_what_greedy_decoding_writes(monkeypatch):
 
 
 @pytest.mark.parametrize('by_clock', [False, True])
-def test_decay_by_clock_ends_the_schedule_when_the_time_is_up(monkeypatch, capsys, by_clock):
+def test_decay_by_clock_ends_the_schedule_when_the_time_is_up(capsys, by_clock):
     """With --decay_by_clock, a run whose --max_seconds are up after its first step has its learning
     rate at the schedule's end (a tenth of --lr), however many steps were left; without, the first
     step's rate is the warmup's first."""
-    for key in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout', 'fast_attention',
-                'lr_decay', 'learning_rate', 'min_lr', 'warmup_iters', 'max_iters'):
-        monkeypatch.setattr(gpt, key, getattr(gpt, key))
     args = addition.parse_args(['--max_steps=1000', '--max_seconds=1e-9', '--n_layer=1', '--n_embd=8', '--n_head=1']
                                + ['--decay_by_clock'] * by_clock)
     model, optimizer = addition.build_model(args, 4, 4)

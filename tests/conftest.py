@@ -20,6 +20,13 @@ import gpt  # noqa: E402
 needs_input = pytest.mark.skipif(not os.path.exists(INPUT),
                                  reason="input.txt is absent: python bigram.py (seconds) downloads it")
 
+# `pytest -n auto` (pytest-xdist) runs a worker per core: each gets its share of the cores, for
+# torch here and for the processes its tests start, rather than all of them each.
+if 'PYTEST_XDIST_WORKER_COUNT' in os.environ:
+    threads = max(1, (os.cpu_count() or 1) // int(os.environ['PYTEST_XDIST_WORKER_COUNT']))
+    torch.set_num_threads(threads)
+    os.environ['OMP_NUM_THREADS'] = str(threads)
+
 # The tests press Ctrl-C, in this process and in the ones it starts. A test run started with SIGINT
 # ignored (a shell script's background job) would pass that on to them.
 signal.signal(signal.SIGINT, signal.default_int_handler)

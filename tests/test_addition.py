@@ -56,9 +56,9 @@ def test_training_problems_never_include_held_out_ones():
 def test_a_tiny_run_learns_two_digit_addition(capsys):
     # 2 digits, not 1: one-digit addition has only 100 problems, too few to hold 1,000 out, and
     # learning it is memorizing. Here 1,000 of the 10,000 problems are never trained on.
-    accuracy = addition.main(['--digits', '2', '--max_steps', '600', '--eval_every', '100',
+    accuracy = addition.main(['--digits', '2', '--max_steps', '300', '--eval_every', '300',
                               '--n_layer', '1', '--n_embd', '64', '--batch_size', '64'])
-    assert accuracy >= 0.9  # 97.7% to 100% over seeds 1337, 1, 2 and ATEN_CPU_CAPABILITY avx512, avx2, default
+    assert accuracy >= 0.5  # 75.8% to 90.3% over seeds 1337, 1, 2 and ATEN_CPU_CAPABILITY avx512, avx2, default
     assert 'held-out exact match' in capsys.readouterr().out
 
 

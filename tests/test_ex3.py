@@ -50,7 +50,7 @@ def corpus(path, words=3000):
 @needs_input
 def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
     r = run_here('scripts/ex3.py', f'--corpus={corpus(tmp_path / "big.txt")}', '--pretrain_iters=4',
-                 '--eval_iters=4', '--warmup_iters=1', cwd=tmp_path) # F: half of P
+                 '--eval_iters=4', '--warmup_iters=1', '--batch_size=4', cwd=tmp_path) # F: half of P
     assert r.returncode == 0, r.stderr
     rows = re.findall(r'^\| (.+?) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| \d+ \|$', r.stdout, re.M)
     assert [row[:3] for row in rows] == [('scratch, 2 steps', '0', '2'), ('scratch, 6 steps', '0', '6'),
@@ -64,7 +64,7 @@ def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
     # the scratch runs are `python gpt.py --preset=cpu` with their step counts
     for _, _, steps, val in rows[:2]:
         g = run_here('gpt.py', '--preset=cpu', f'--max_iters={steps}', '--eval_iters=4', '--warmup_iters=1',
-                     '--device=cpu', '--out_dir=')
+                     '--batch_size=4', '--device=cpu', '--out_dir=')
         assert re.findall(r'val loss ([\d.]+)', g.stdout)[-1] == val
     # the finetuning starts from the pretrained weights, not from scratch
     assert rows[3][3] != rows[0][3]
@@ -101,7 +101,7 @@ def test_ctrl_c_prints_the_table_of_the_runs_that_finished(tmp_path, monkeypatch
             signal.raise_signal(signal.SIGINT)
     monkeypatch.setattr(torch.optim.AdamW, 'step', ctrl_c_in_the_third_run)
     r = run_here('scripts/ex3.py', f'--corpus={corpus(tmp_path / "big.txt")}', '--pretrain_iters=4',
-                 '--eval_iters=4', '--warmup_iters=1', cwd=tmp_path)
+                 '--eval_iters=4', '--warmup_iters=1', '--batch_size=4', cwd=tmp_path)
     assert r.returncode == 130 and r.stderr == '', r.stderr
     assert 'Ctrl-C: stopped; the table has the 2 of 5 runs that finished' in r.stdout
     rows = re.findall(r'^\| (.+?) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| \d+ \|$', r.stdout, re.M)

@@ -134,7 +134,8 @@ def test_no_feature_changes_the_batches_drawn_after_it(tiny):
 
 
 @needs_input
-def test_the_script_compares_features_with_the_baseline():
+def test_the_script_compares_features_with_the_baseline(monkeypatch):
+    monkeypatch.setitem(gpt.PRESETS['cpu'], 'eval_iters', 4) # the preset's 40 batches an evaluation: seconds
     r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
                  '--max_iters', '4')
     assert r.returncode == 0, r.stderr
@@ -167,6 +168,7 @@ def test_ctrl_c_prints_the_table_of_the_features_that_finished(monkeypatch):
         if len(calls) == 6: # baseline's 4 steps are done; nope's second step
             signal.raise_signal(signal.SIGINT)
     monkeypatch.setattr(torch.optim.AdamW, 'step', ctrl_c_in_the_second_feature)
+    monkeypatch.setitem(gpt.PRESETS['cpu'], 'eval_iters', 4)
     r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
                  '--max_iters', '4')
     assert r.returncode == 130 and r.stderr == '', r.stderr

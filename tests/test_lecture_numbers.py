@@ -115,13 +115,13 @@ def test_the_lr_schedule_is_the_lectures_loop_with_the_rate_set_before_each_step
 def test_the_batched_heads_train_as_the_per_head_ones():
     """EX1's batched heads compute what the per-head modules compute, in another order of float32
     sums: without dropout (the two draw their dropout masks differently), either gives the same
-    losses within 0.003. Measured over 150 steps at this size (20 batches an evaluation) with
-    ATEN_CPU_CAPABILITY avx512, avx2 and default, they differed by 0.0002 at most (0.0007 at a rate
-    10 times higher), while each evaluation here moves the loss by 0.3 or more."""
-    small = dict(n_layer=2, n_head=4, n_embd=64, block_size=32, batch_size=16, eval_interval=50, eval_iters=10,
-                 max_iters=100, learning_rate=3e-4, dropout=0.0)
+    losses within 0.003. Measured over these 50 steps on seeds 1337, 1 and 2 with ATEN_CPU_CAPABILITY
+    avx512, avx2 and default, they differed by 0.0005 at most, while each evaluation here moved the
+    val loss by 0.3 or more."""
+    small = dict(n_layer=2, n_head=4, n_embd=64, block_size=32, batch_size=16, eval_interval=25, eval_iters=10,
+                 max_iters=50, learning_rate=1e-3, dropout=0.0)
     per_head, batched = (gpts_losses(small, f'--fast_attention={b}') for b in (False, True))
-    assert sorted(per_head) == sorted(batched) == [0, 50, 100]
+    assert sorted(per_head) == sorted(batched) == [0, 25, 50]
     for step in per_head:
         assert max(abs(a - b) for a, b in zip(per_head[step], batched[step])) <= 0.003, step
-    assert per_head[100][1] < per_head[50][1] - 0.3 < per_head[0][1] - 0.6 # it trained
+    assert per_head[50][1] < per_head[25][1] - 0.2 < per_head[0][1] - 0.7 # it trained

@@ -6,13 +6,13 @@ import re
 import pytest
 import torch
 
-from conftest import needs_input, run, run_here
+from conftest import needs_input, run_here
 
 
 @needs_input
 def test_progression_prints_the_table_and_json(tmp_path):
     out = tmp_path / 'p.json'
-    r = run(os.path.join('scripts', 'progression.py'), '--stages', '1,2', '--max_iters', '20',
+    r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '1,2', '--max_iters', '20',
             '--eval_iters', '2', '--device', 'cpu', '--json', str(out), '--jobs', '1')
     assert r.returncode == 0, r.stderr
     table = [line for line in r.stdout.splitlines() if line.startswith('|')]
@@ -33,7 +33,7 @@ TINY_TRY = '--n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --eval_iters=1'
 
 @needs_input
 def test_cpu_sweep_shows_each_runs_progress_then_the_table():
-    r = run(os.path.join('scripts', 'cpu_sweep.py'), f'--try={TINY_TRY} --max_iters=6 --eval_interval=3')
+    r = run_here(os.path.join('scripts', 'cpu_sweep.py'), f'--try={TINY_TRY} --max_iters=6 --eval_interval=3')
     assert r.returncode == 0, r.stderr
     progress = re.findall(r'^  run 1/1, try-1: step (\d+): train loss [\d.]+, val loss ([\d.]+)', r.stdout, re.M)
     assert [step for step, _ in progress] == ['0', '3', '6']

@@ -135,7 +135,7 @@ def test_no_feature_changes_the_batches_drawn_after_it(tiny):
 
 @needs_input
 def test_the_script_compares_features_with_the_baseline(monkeypatch):
-    monkeypatch.setitem(gpt.PRESETS['cpu'], 'eval_iters', 4) # the preset's 40 batches an evaluation: seconds
+    monkeypatch.setitem(gpt.PRESETS['cpu'], 'eval_iters', 4) # not the preset's 40 batches an evaluation
     r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
                  '--max_iters', '4')
     assert r.returncode == 0, r.stderr

@@ -13,7 +13,7 @@ from conftest import needs_input, run_here
 def test_progression_prints_the_table_and_json(tmp_path):
     out = tmp_path / 'p.json'
     r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '1,2', '--max_iters', '20',
-            '--eval_iters', '2', '--device', 'cpu', '--json', str(out), '--jobs', '1')
+                 '--eval_iters', '2', '--device', 'cpu', '--json', str(out), '--jobs', '1')
     assert r.returncode == 0, r.stderr
     table = [line for line in r.stdout.splitlines() if line.startswith('|')]
     assert table[0].startswith('| stage | what was added | parameters | train loss | val loss |')

@@ -1,4 +1,5 @@
 """gpt.py as a learner runs it: the command line, one-line errors, out_dir, resume and Ctrl-C."""
+import contextlib
 import os
 import re
 import shlex
@@ -142,27 +143,35 @@ def test_resume_goes_on_exactly(uninterrupted, tmp_path):
     assert strip((tmp_path / 'out' / 'log.csv').read_text()) == strip(log)
 
 
+@contextlib.contextmanager
+def signal_at_batch(monkeypatch, n, signum):
+    """This process gets signum as the n-th batch is drawn (torch.randint's n-th call, evaluations'
+    batches counted)."""
+    randint, calls = torch.randint, []
+    def counted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            signal.raise_signal(signum)
+        return randint(*args, **kwargs)
+    monkeypatch.setattr(torch, 'randint', counted)
+    yield
+    monkeypatch.setattr(torch, 'randint', randint)
+
+
 def test_sigterm_stops_and_says_how_to_resume_from_the_last_evaluation(tmp_path, monkeypatch):
     """kill, timeout or a job's time limit: as Ctrl-C (below). The signal comes while the batch
     after step 30's evaluation is drawn: after 2 evaluations of 2 x 5 batches and 30 steps."""
     args = [*TINY_GPT, '--eval_interval=30']
     full = run_here('gpt.py', *args, '--max_iters=90', f'--out_dir={tmp_path / "whole"}').stdout
     out = tmp_path / 'my run' # a space: the command printed to resume must quote it
-    randint, calls = torch.randint, []
-    def terminated(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 51:
-            signal.raise_signal(signal.SIGTERM)
-        return randint(*args, **kwargs)
     def default(signum, frame): # rather than this process dying, as gpt.py would without its handler
         raise AssertionError('gpt.py left SIGTERM to its default action')
-    monkeypatch.setattr(torch, 'randint', terminated)
     before = signal.signal(signal.SIGTERM, default)
     try:
-        r = run_here('gpt.py', *args, '--max_iters=100000', f'--out_dir={out}')
+        with signal_at_batch(monkeypatch, 51, signal.SIGTERM):
+            r = run_here('gpt.py', *args, '--max_iters=100000', f'--out_dir={out}')
     finally:
         signal.signal(signal.SIGTERM, before)
-    monkeypatch.setattr(torch, 'randint', randint)
     assert r.returncode == 130 and r.stderr.count('\n') == 1 and 'Traceback' not in r.stderr, r.stderr
     python, script, *again = shlex.split(r.stderr.removeprefix('error: interrupted; resume with: '))
     assert python == 'python' and script == os.path.join(ROOT, 'gpt.py') and again[-1] == '--resume=True'
@@ -174,18 +183,12 @@ def test_sigterm_stops_and_says_how_to_resume_from_the_last_evaluation(tmp_path,
 
 
 def test_ctrl_c_stops_and_says_how_to_resume(uninterrupted, tmp_path, monkeypatch):
-    """Ctrl-C (KeyboardInterrupt) while the batch after step 40's evaluation is drawn: the message
-    gives the command, which goes on from step 40's checkpoint to the uninterrupted run's losses."""
+    """Ctrl-C (SIGINT: a KeyboardInterrupt) while the batch after step 40's evaluation is drawn: the
+    message gives the command, which goes on from step 40's checkpoint to the uninterrupted run's
+    losses."""
     full, _ = uninterrupted
-    randint, calls = torch.randint, []
-    def pressed(*args, **kwargs): # the 91st batch: after 5 evaluations of 2 x 5 batches and 40 steps
-        calls.append(1)
-        if len(calls) == 91:
-            raise KeyboardInterrupt
-        return randint(*args, **kwargs)
-    monkeypatch.setattr(torch, 'randint', pressed)
-    r = run_here('gpt.py', *TINY_GPT, '--max_iters=60', cwd=tmp_path)
-    monkeypatch.setattr(torch, 'randint', randint)
+    with signal_at_batch(monkeypatch, 91, signal.SIGINT): # after 5 evaluations of 2 x 5 batches and 40 steps
+        r = run_here('gpt.py', *TINY_GPT, '--max_iters=60', cwd=tmp_path)
     assert r.returncode == 130 and sorted(losses(r.stdout)) == [0, 10, 20, 30, 40], r.stderr
     assert r.stderr == (f"error: interrupted; resume with: python {os.path.join(ROOT, 'gpt.py')} "
                         f"{shlex.join(TINY_GPT)} --max_iters=60 --resume=True\n")

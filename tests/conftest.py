@@ -62,6 +62,22 @@ def run_here(script, *args, cwd=None):
     return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())
 
 
+@contextlib.contextmanager
+def signal_at_call(monkeypatch, owner, name, n, signum):
+    """owner.name sends this process signum as its n-th call returns (Ctrl-C is SIGINT, which Python
+    raises as KeyboardInterrupt, kill SIGTERM); yields the calls made, one item each."""
+    function, calls = getattr(owner, name), []
+    def counted(*args, **kwargs):
+        out = function(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == n:
+            signal.raise_signal(signum)
+        return out
+    monkeypatch.setattr(owner, name, counted)
+    yield calls
+    monkeypatch.setattr(owner, name, function)
+
+
 def run(script, *args, cwd=None, timeout=300):
     """`python script args` in a process of its own."""
     return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=cwd,

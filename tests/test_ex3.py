@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import INPUT, ROOT, needs_input, run_here
+from conftest import INPUT, ROOT, needs_input, run_here, signal_at_call
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
 import ex3  # noqa: E402
@@ -93,15 +93,10 @@ def test_ex3_bad_options_are_one_line_errors(args, words, code, tmp_path):
 
 @needs_input
 def test_ctrl_c_prints_the_table_of_the_runs_that_finished(tmp_path, monkeypatch):
-    adamw_step, calls = torch.optim.AdamW.step, []
-    def ctrl_c_in_the_third_run(self, *args, **kwargs):
-        adamw_step(self, *args, **kwargs)
-        calls.append(1)
-        if len(calls) == 10: # the scratch runs took 2 + 6 steps; pretraining's second step
-            signal.raise_signal(signal.SIGINT)
-    monkeypatch.setattr(torch.optim.AdamW, 'step', ctrl_c_in_the_third_run)
-    r = run_here('scripts/ex3.py', f'--corpus={corpus(tmp_path / "big.txt")}', '--pretrain_iters=4',
-                 '--eval_iters=4', '--warmup_iters=1', '--batch_size=4', cwd=tmp_path)
+    # the scratch runs take 2 + 6 steps; Ctrl-C after pretraining's second
+    with signal_at_call(monkeypatch, torch.optim.AdamW, 'step', 10, signal.SIGINT) as calls:
+        r = run_here('scripts/ex3.py', f'--corpus={corpus(tmp_path / "big.txt")}', '--pretrain_iters=4',
+                     '--eval_iters=4', '--warmup_iters=1', '--batch_size=4', cwd=tmp_path)
     assert r.returncode == 130 and r.stderr == '', r.stderr
     assert 'Ctrl-C: stopped; the table has the 2 of 5 runs that finished' in r.stdout
     rows = re.findall(r'^\| (.+?) \| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| \d+ \|$', r.stdout, re.M)

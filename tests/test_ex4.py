@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 import gpt
-from conftest import ROOT, needs_input, run_here
+from conftest import ROOT, needs_input, run_here, signal_at_call
 
 sys.path.insert(0, os.path.join(ROOT, 'scripts'))
 import ex4  # noqa: E402
@@ -161,16 +161,11 @@ def test_the_script_rejects_an_unknown_feature_in_one_line():
 
 @needs_input
 def test_ctrl_c_prints_the_table_of_the_features_that_finished(monkeypatch):
-    adamw_step, calls = torch.optim.AdamW.step, []
-    def ctrl_c_in_the_second_feature(self, *args, **kwargs):
-        adamw_step(self, *args, **kwargs)
-        calls.append(1)
-        if len(calls) == 6: # baseline's 4 steps are done; nope's second step
-            signal.raise_signal(signal.SIGINT)
-    monkeypatch.setattr(torch.optim.AdamW, 'step', ctrl_c_in_the_second_feature)
     monkeypatch.setitem(gpt.PRESETS['cpu'], 'eval_iters', 4)
-    r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
-                 '--max_iters', '4')
+    # baseline's 4 steps, then Ctrl-C after nope's second
+    with signal_at_call(monkeypatch, torch.optim.AdamW, 'step', 6, signal.SIGINT) as calls:
+        r = run_here(os.path.join('scripts', 'ex4.py'), '--features', 'baseline', 'nope', '--seeds', '1',
+                     '--max_iters', '4')
     assert r.returncode == 130 and r.stderr == '', r.stderr
     assert 'Ctrl-C: stopped; the table has the 1 of 2 features whose runs all finished' in r.stdout
     val = re.findall(r'^run 1/2, baseline seed 1 step 4: train loss [\d.]+, val loss ([\d.]+)', r.stdout, re.M)

@@ -1,5 +1,4 @@
 """gpt.py as a learner runs it: the command line, one-line errors, out_dir, resume and Ctrl-C."""
-import contextlib
 import os
 import re
 import shlex
@@ -11,7 +10,7 @@ import pytest
 import torch
 
 import gpt
-from conftest import ROOT, TINY_GPT, losses, needs_input, run_here, sample
+from conftest import ROOT, TINY_GPT, losses, needs_input, run_here, sample, signal_at_call
 
 pytestmark = needs_input
 
@@ -143,21 +142,6 @@ def test_resume_goes_on_exactly(uninterrupted, tmp_path):
     assert strip((tmp_path / 'out' / 'log.csv').read_text()) == strip(log)
 
 
-@contextlib.contextmanager
-def signal_at_batch(monkeypatch, n, signum):
-    """This process gets signum as the n-th batch is drawn (torch.randint's n-th call, evaluations'
-    batches counted)."""
-    randint, calls = torch.randint, []
-    def counted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == n:
-            signal.raise_signal(signum)
-        return randint(*args, **kwargs)
-    monkeypatch.setattr(torch, 'randint', counted)
-    yield
-    monkeypatch.setattr(torch, 'randint', randint)
-
-
 def test_sigterm_stops_and_says_how_to_resume_from_the_last_evaluation(tmp_path, monkeypatch):
     """kill, timeout or a job's time limit: as Ctrl-C (below). The signal comes while the batch
     after step 30's evaluation is drawn: after 2 evaluations of 2 x 5 batches and 30 steps."""
@@ -168,7 +152,7 @@ def test_sigterm_stops_and_says_how_to_resume_from_the_last_evaluation(tmp_path,
         raise AssertionError('gpt.py left SIGTERM to its default action')
     before = signal.signal(signal.SIGTERM, default)
     try:
-        with signal_at_batch(monkeypatch, 51, signal.SIGTERM):
+        with signal_at_call(monkeypatch, torch, 'randint', 51, signal.SIGTERM): # a batch is a randint
             r = run_here('gpt.py', *args, '--max_iters=100000', f'--out_dir={out}')
     finally:
         signal.signal(signal.SIGTERM, before)
@@ -187,7 +171,7 @@ def test_ctrl_c_stops_and_says_how_to_resume(uninterrupted, tmp_path, monkeypatc
     message gives the command, which goes on from step 40's checkpoint to the uninterrupted run's
     losses."""
     full, _ = uninterrupted
-    with signal_at_batch(monkeypatch, 91, signal.SIGINT): # after 5 evaluations of 2 x 5 batches and 40 steps
+    with signal_at_call(monkeypatch, torch, 'randint', 91, signal.SIGINT): # 5 evaluations of 2 x 5, 40 steps
         r = run_here('gpt.py', *TINY_GPT, '--max_iters=60', cwd=tmp_path)
     assert r.returncode == 130 and sorted(losses(r.stdout)) == [0, 10, 20, 30, 40], r.stderr
     assert r.stderr == (f"error: interrupted; resume with: python {os.path.join(ROOT, 'gpt.py')} "

@@ -2,8 +2,8 @@ r"""
 After EX2, the lecture's next step: one GPT as a calculator for + - * and /.
 
     python scripts/calculator.py                     # 2-digit operands, all four operations
-    python scripts/calculator.py --digits 3 --max_steps 6000 --eval_every 1000 --target 0.99 \
-        --max_seconds 2600 --decay_by_clock     # 45 minutes, the learning rate decaying by the clock
+    python scripts/calculator.py --digits 3 --n_layer 4 --max_steps 6000 --eval_every 1000 \
+        --target 0.99 --max_seconds 2600 --decay_by_clock  # 45 minutes, the rate decaying by the clock
     python scripts/calculator.py --no-cot            # the answers alone, without the work
     python scripts/calculator.py --ask "57/42" "12*34"    # the trained model answers (out/calculator.pt)
     echo "99-7" | python scripts/calculator.py --ask      # or one problem a line on standard input
@@ -246,7 +246,7 @@ def parse_args(argv):
     p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
                    help='answer these problems with the saved model, e.g. --ask "57/42" "12*34"; '
                         'with none, one a line from standard input')
-    addition.training_options(p, n_layer=4, lr=1e-3, max_steps_help='default: 1000 for 1 digit, 1750 for 2, '
+    addition.training_options(p, n_layer=3, lr=1e-3, max_steps_help='default: 1000 for 1 digit, 1750 for 2, '
                                                                      '2200 per digit after the first beyond',
                               target_help='stop once every operation reaches this held-out exact match, '
                                           'at most 1 (default: %(default)s)')

@@ -43,7 +43,7 @@ either. The prompt is masked out of the loss (target -1, ignore_index), as in ad
 is scored per operation by greedy decoding, as exact match of the answer (not the work before
 it: the answer is what a calculator is for), on 1,000 held-out problems of n-digit operands
 (fewer where there are not so many) never seen in training. Training stops once every operation
-reaches --target (by default at most 1,750 steps for 2 digits: about 9 minutes on 2 cores).
+reaches --target (by default at most 1,750 steps for 2 digits: about 7 minutes on 2 cores).
 At the end it shows, per operation, the first held-out problem as the model writes it, and the
 first three it gets wrong, if any, and saves the model (--out).
 

@@ -2,8 +2,8 @@ r"""
 After EX2, the lecture's next step: one GPT as a calculator for + - * and /.
 
     python scripts/calculator.py                     # 2-digit operands, all four operations
-    python scripts/calculator.py --digits 3 --n_layer 4 --max_steps 6000 --eval_every 1000 \
-        --target 0.99 --max_seconds 2600 --decay_by_clock  # 45 minutes, the rate decaying by the clock
+    python scripts/calculator.py --digits 3 --max_steps 6000 --eval_every 1000 --target 0.99 \
+        --max_seconds 2600 --decay_by_clock     # 45 minutes, the learning rate decaying by the clock
     python scripts/calculator.py --no-cot            # the answers alone, without the work
     python scripts/calculator.py --ask "57/42" "12*34"    # the trained model answers (out/calculator.pt)
     echo "99-7" | python scripts/calculator.py --ask      # or one problem a line on standard input
@@ -43,7 +43,7 @@ either. The prompt is masked out of the loss (target -1, ignore_index), as in ad
 is scored per operation by greedy decoding, as exact match of the answer (not the work before
 it: the answer is what a calculator is for), on 1,000 held-out problems of n-digit operands
 (fewer where there are not so many) never seen in training. Training stops once every operation
-reaches --target (by default at most 1,750 steps for 2 digits: about 7 minutes on 2 cores).
+reaches --target (by default at most 1,750 steps for 2 digits: about 7 minutes on a 2-core EPYC).
 At the end it shows, per operation, the first held-out problem as the model writes it, and the
 first three it gets wrong, if any, and saves the model (--out).
 

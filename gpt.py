@@ -36,13 +36,14 @@ preset = '' # 'cpu': the settings in PRESETS below, then the other options
 lr_decay = False # linear warmup, then cosine decay to min_lr (the lecture's lr is constant)
 warmup_iters = 100 # with lr_decay: steps of linear warmup
 min_lr = 3e-5 # with lr_decay: the rate at max_iters
-# speed switches for CUDA (use_fp16: anywhere); on CPU and MPS the run stays float32, the lecture's exact math
-use_tf32 = True # TF32 tensor cores for float32 matmuls
-use_bf16 = True # bfloat16 autocast (AdamW keeps float32 weights); float16 where the GPU lacks bfloat16 (a T4)
-use_fp16 = False # float16 autocast, its gradients scaled (GradScaler) so that small ones don't round to 0; any device
-use_compile = True # torch.compile each Block into fused kernels
-use_fused_adamw = True # one fused kernel for the whole AdamW update
-fast_attention = None # EX1: all heads in one batched matmul; None: on for CUDA only
+# speed switches. None: on where the device has it (CUDA), so CPU and MPS runs keep the lecture's float32
+# math; True forces one anywhere PyTorch can run it (a CPU: slower, but it tests CUDA's path); False: off
+use_tf32 = None # TF32 tensor cores for float32 matmuls
+use_bf16 = None # bfloat16 autocast (AdamW keeps float32 weights); float16 where the GPU lacks bfloat16 (a T4)
+use_fp16 = False # float16 autocast, its gradients scaled (GradScaler) so that small ones don't round to 0
+use_compile = None # torch.compile each Block into fused kernels
+use_fused_adamw = None # one fused kernel for the whole AdamW update
+fast_attention = None # EX1: all heads in one batched matmul
 # ------------
 config_keys = {k: type(v) for k, v in globals().items() # each setting's type, from its default
                if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))}
@@ -264,8 +265,8 @@ def main():
 
     model = GPTLanguageModel(vocab_size).to(device)
     print(sum(p.numel() for p in model.parameters())/1e6, 'M parameters')
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, # fused: one kernel (CUDA);
-                                  **{'fused' if use_fused_adamw else 'foreach': True}) # foreach: a few ops
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, # fused: one kernel; foreach: a few ops
+                                  fused=use_fused_adamw, foreach=not use_fused_adamw)
     scaler = torch.amp.GradScaler(torch.device(device).type, enabled=use_fp16) # a no-op but for float16
     if use_compile: # the n_layer Blocks share one compiled code: a fraction of the whole model's wait
         for block in model.blocks:
@@ -298,8 +299,9 @@ def main():
                   f"{now - t0:.1f}s{speed}", flush=True)
             if out_dir:
                 improved, best_val_loss = losses['val'] < best_val_loss, min(best_val_loss, losses['val'])
-                for path in [ckpt_path, best_path][:1 + improved]:
-                    save(path)
+                save(ckpt_path)
+                if improved:
+                    save(best_path)
                 with open(log_path, 'a' if step else 'w') as f:
                     f.write('' if step else 'step,train_loss,val_loss,elapsed_s\n')
                     f.write(f"{step},{losses['train']:.6f},{losses['val']:.6f},{now - t0:.3f}\n")
@@ -349,7 +351,9 @@ def configure(argv):
         if type(value) not in kinds or key == 'preset' and value not in ('', *PRESETS):
             fail(f"--{key} must be " + (f"one of {list(PRESETS)}" if key == 'preset' else
                                         ' or '.join(k.__name__ for k in kinds)) + f", got {raw!r}", code=2)
-        globals().update({key: value}, **(PRESETS.get(value, {}) if key == 'preset' else {}))
+        globals()[key] = value
+        if key == 'preset':
+            globals().update(PRESETS.get(value, {}))
     for keys, ok, must in [ # each setting's range: a bad value stops here, before any work
             ('batch_size block_size n_embd n_head n_layer eval_interval eval_iters', lambda v: v >= 1, 'at least 1'),
             ('max_iters warmup_iters', lambda v: v >= 0, 'at least 0'),
@@ -366,11 +370,11 @@ def configure(argv):
     except Exception as e:
         fail(f"cannot use device {device!r}: {str(e).splitlines()[0]}")
     cuda = torch.device(device).type == 'cuda'
-    use_tf32, use_fused_adamw, use_compile = (s and cuda for s in (use_tf32, use_fused_adamw, use_compile))
-    use_compile = use_compile and sys.platform != 'win32' # Windows has no Triton to compile with
-    use_fp16 = use_fp16 or use_bf16 and cuda and torch.cuda.get_device_capability(device)[0] < 8 # no bfloat16
-    use_bf16 = use_bf16 and cuda and not use_fp16
-    fast_attention = cuda if fast_attention is None else fast_attention
+    on = lambda switch, has=cuda: has if switch is None else switch # None: where the device has it
+    use_fp16 = use_fp16 or use_bf16 is None and cuda and torch.cuda.get_device_capability(device)[0] < 8 # a T4
+    use_tf32, use_fused_adamw, fast_attention = (on(s) for s in (use_tf32, use_fused_adamw, fast_attention))
+    use_bf16 = on(use_bf16) and not use_fp16
+    use_compile = on(use_compile, cuda and sys.platform != 'win32') # Windows has no Triton to compile with
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = use_tf32
     print(f"device: {device}\nconfig: " + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
     cores = torch.get_num_threads() # a step's FLOPs (as bench.py counts them) at 50 GFLOP/s a core: our EPYC
@@ -381,7 +385,8 @@ def configure(argv):
               " minutes; for a CPU, python gpt.py --preset=cpu trains a smaller model in about 2 minutes", flush=True)
 
 def autocast(device_type): # bfloat16, or float16, where configure turned them on; else float32, the lecture's
-    return torch.autocast(device_type, torch.float16 if use_fp16 else torch.bfloat16, enabled=use_fp16 or use_bf16)
+    kind = torch.float16 if use_fp16 else torch.bfloat16
+    return torch.autocast(device_type, kind, enabled=bool(use_fp16 or use_bf16))
 
 def load_checkpoint(path, model, optimizer, scaler, chars):
     """The model, AdamW, float16's scale and the random numbers as saved: the run goes on as if it never stopped."""

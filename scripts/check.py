@@ -410,7 +410,8 @@ def invariants(m, T):
                     if hasattr(m, 'generate') and tuple(m.generate(start, 2).shape) != (1, start.shape[1] + 2):
                         problems.append("generate does not return the context and the new tokens")
                 except Exception as e:
-                    crop = ' (crop idx to the last block_size)' * (what == 'past block_size' and 'out of range' in str(e))
+                    crop = ' (crop idx to the last block_size)' if what == 'past block_size' and \
+                        'out of range' in str(e) else ''
                     problems.append(f"generate fails {what}{crop}: {message(e)}")
     except Exception as e: # the model itself fails: its own line says where
         return [f"running it raised {message(e)}"], None
@@ -423,7 +424,8 @@ def invariants(m, T):
 def check_part(label, m, kind, ctx, context):
     """The line for one part, and 'ok', 'differs' or 'cant' (it can't be checked)."""
     g, T = torch.Generator().manual_seed(0), block_size(m, ctx.settings)
-    x = torch.randint(vocab(m), (2, T), generator=g) if kind == 'the model' else torch.randn(2, T, width(m), generator=g)
+    x = torch.randint(vocab(m), (2, T), generator=g) if kind == 'the model' else \
+        torch.randn(2, T, width(m), generator=g)
     try:
         with torch.no_grad():
             mine = call(m.eval(), x)
@@ -457,7 +459,8 @@ def build(classes, settings):
         try:
             built[cls] = cls(**kwargs)
         except Exception as e:
-            shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>" for k, v in kwargs.items())
+            shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>"
+                              for k, v in kwargs.items())
             built[cls] = f"can't build {cls.__name__}({shown}): {message(e)}"
     guessed = {cls for cls in classes if any(type(v) is Guess for v in arguments(cls, settings, own).values())}
     for m in [m for m in built.values() if isinstance(m, nn.Module)]:

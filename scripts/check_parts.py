@@ -15,7 +15,8 @@ from torch.nn import functional as F
 # a setting, and the names learners give it (compared in lower case, without underscores)
 SETTINGS = {
     'n_embd': 'n_embd n_embed n_embedding n_embeddings d_model emb_dim embed_dim embd_dim embedding_dim '
-              'embedding_size embed_size emb_size embd_size hidden_size hidden_dim d_emb model_dim dim width c channels',
+              'embedding_size embed_size emb_size embd_size hidden_size hidden_dim d_emb model_dim dim width c '
+              'channels',
     'n_head': 'n_head n_heads num_heads num_head nhead nheads heads head_count n_attn_heads num_attention_heads',
     'n_layer': 'n_layer n_layers num_layers nlayers layers depth n_block n_blocks num_blocks num_block',
     'block_size': 'block_size context_length context_len context_size ctx_len ctx_size seq_len seq_length '
@@ -337,7 +338,8 @@ def model_layouts(m, ctx):
             lay['final'] = c
         elif kind in (*ATTENTIONS, 'FeedForward', 'Block'):
             lay['body'].append(c)
-    lay['structure'] += ['tied'] * (head is not None and head.weight is tok.weight or head is None and not lay['bigram'])
+    tied = head is not None and head.weight is tok.weight or head is None and not lay['bigram']
+    lay['structure'] += ['tied'] * tied
     return [lay]
 
 
@@ -479,7 +481,8 @@ def stage_of(m, kind, lay, ctx):
     if kind == 'the model':
         kinds = [ctx.role_of(b) for b in lay['body']]
         if lay['bigram'] or 'Block' not in kinds:
-            return 1 if lay['bigram'] or not kinds else 4 if 'FeedForward' in kinds else 3 if set(kinds) - {'Head'} else 2
+            return 1 if lay['bigram'] or not kinds else 4 if 'FeedForward' in kinds else \
+                3 if set(kinds) - {'Head'} else 2
         return 5 if not norms else 7 if any(isinstance(s, nn.Dropout) for s in inside) else 6
     if kind in ('Block', 'MultiHeadAttention', 'fused attention'):
         return (7 if norms else 5) if kind == 'Block' else 7 if lay['proj'] is not None else 3

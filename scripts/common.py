@@ -51,8 +51,8 @@ def check_device(name):
 def optimizer(model):
     """AdamW as gpt.py makes it (fused where use_fused_adamw is on, else foreach), and its GradScaler
     (a no-op but with use_fp16)."""
-    return (torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate,
-                              **{'fused' if gpt.use_fused_adamw else 'foreach': True}),
+    return (torch.optim.AdamW(model.parameters(), lr=gpt.learning_rate, fused=gpt.use_fused_adamw,
+                              foreach=not gpt.use_fused_adamw),
             torch.amp.GradScaler(torch.device(gpt.device).type, enabled=gpt.use_fp16))
 
 

@@ -14,10 +14,7 @@ SMALL = ['--n_layer=2', '--n_head=2', '--n_embd=64', '--block_size=32', '--batch
          '--max_iters=60', '--eval_interval=30', '--eval_iters=10']
 
 
-def test_switches_stay_on_with_cuda(monkeypatch):
-    for key in ('use_tf32', 'use_compile', 'use_fused_adamw', 'use_bf16'):
-        monkeypatch.setattr(gpt, key, True)
-    monkeypatch.setattr(gpt, 'fast_attention', None)
+def test_switches_are_on_with_cuda_by_default():
     gpt.configure(['--device=cuda'])
     assert gpt.use_tf32 and gpt.use_fused_adamw and gpt.use_compile and gpt.fast_attention
     assert gpt.use_bf16 == (torch.cuda.get_device_capability()[0] >= 8)

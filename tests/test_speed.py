@@ -9,25 +9,43 @@ import torch
 
 import bench
 import gpt
-from conftest import ROOT, run_here
+from conftest import ROOT, TINY_GPT, losses, needs_input, run_here, sample
 
 SWITCHES = ('use_tf32', 'use_bf16', 'use_compile', 'use_fused_adamw')
 
 
-def test_speed_switches_turn_themselves_off_on_cpu(monkeypatch):
-    for key in SWITCHES:
-        monkeypatch.setattr(gpt, key, True)
-    monkeypatch.setattr(gpt, 'fast_attention', None)
+def test_speed_switches_are_off_on_a_cpu_unless_forced():
+    """None, the default, means: where the device has it, so a CPU run keeps the lecture's float32,
+    per-head math; True forces a switch anywhere, False turns it off."""
+    assert all(getattr(gpt, key) is None for key in (*SWITCHES, 'fast_attention'))
     gpt.configure(['--device=cpu'])
-    assert not any(getattr(gpt, key) for key in SWITCHES)
-    assert gpt.fast_attention is False  # None means: the lecture's per-head math off CUDA
+    assert not any(getattr(gpt, key) for key in (*SWITCHES, 'fast_attention'))
     assert not torch.backends.cuda.matmul.allow_tf32
+    gpt.configure(['--device=cpu', *(f'--{key}=True' for key in (*SWITCHES, 'fast_attention'))])
+    assert all(getattr(gpt, key) is True for key in (*SWITCHES, 'fast_attention'))
+    gpt.configure(['--device=cpu', *(f'--{key}=None' for key in (*SWITCHES, 'fast_attention'))])
+    assert not any(getattr(gpt, key) for key in (*SWITCHES, 'fast_attention'))
 
 
-def test_fast_attention_can_be_asked_for_on_cpu():
-    gpt.configure(['--device=cpu', '--fast_attention=True'])
-    assert gpt.fast_attention is True
-    gpt.configure(['--device=cpu', '--fast_attention=None'])
+@needs_input
+def test_cudas_switch_set_forced_on_a_cpu_trains_saves_resumes_exactly_and_samples(tmp_path, monkeypatch):
+    """Every switch that CUDA gets, forced on: each Block compiled, fused AdamW, bfloat16 autocast, the
+    batched heads. A change that breaks that path fails here, without a GPU. torch.compile runs with its
+    aot_eager backend: the same tracing as the default inductor's, without inductor's C++ build (45 s
+    here, cold)."""
+    compile_ = torch.nn.Module.compile
+    monkeypatch.setattr(torch.nn.Module, 'compile', lambda self, **kw: compile_(self, backend='aot_eager', **kw))
+    forced = [*TINY_GPT, *(f'--{key}=True' for key in (*SWITCHES, 'fast_attention'))]
+    whole = run_here('gpt.py', *forced, f'--out_dir={tmp_path / "whole"}')
+    assert whole.returncode == 0, whole.stderr
+    assert ' '.join(f'{key}=True' for key in SWITCHES[:2]) in whole.stdout # the config in effect, printed
+    assert 'use_compile=True use_fused_adamw=True fast_attention=True' in whole.stdout
+    assert {'ckpt.pt', 'best.pt', 'log.csv'} <= set(os.listdir(tmp_path / 'whole'))
+    part = run_here('gpt.py', *forced, f'--out_dir={tmp_path / "part"}', '--max_iters=20')
+    resumed = run_here('gpt.py', *forced, f'--out_dir={tmp_path / "part"}', '--resume=True')
+    assert resumed.returncode == 0 and part.returncode == 0, resumed.stderr
+    assert losses(resumed.stdout)[30] == losses(whole.stdout)[30]
+    assert sample(resumed.stdout, 30) == sample(whole.stdout, 30) and len(sample(whole.stdout, 30)) > 400
 
 
 def test_compiling_the_blocks_keeps_the_state_dict(tiny):

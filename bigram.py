@@ -1,4 +1,5 @@
-"""The bigram model of "Let's build GPT" (part 1); `python bigram.py --max_iters=500` sets any setting below."""
+"""The bigram model of "Let's build GPT" (part 1); `python bigram.py --max_iters 500` sets any setting below."""
+import difflib
 import hashlib
 import os
 import sys
@@ -98,14 +99,20 @@ def fail(message, code=1):
     sys.exit(code)
 
 if __name__ == '__main__':
-    for arg in sys.argv[1:]: # --key=value, of the default's type (an int may stand for a float)
+    args = [] # --key=value, or --key value, of the default's type (an int may stand for a float)
+    for arg in sys.argv[1:]:
+        glue = args and args[-1].startswith('--') and '=' not in args[-1] and not arg.startswith('--')
+        args.append(args.pop() + '=' + arg if glue else arg)
+    for arg in args:
         key, eq, raw = arg.removeprefix('--').partition('=')
         if not arg.startswith('--') or not eq or key not in config_keys:
-            fail(f"unknown option {arg!r}; settings: " + ' '.join(f'--{k}={globals()[k]}' for k in config_keys), 2)
+            close = difflib.get_close_matches(key, config_keys, n=1)
+            fail(f"unknown option {arg!r}: " + (f"give it a value, as --{key}=VALUE" if key in config_keys else
+                 f"did you mean --{close[0]}?" if close else f"the settings are {', '.join(config_keys)}"), 2)
         try:
             globals()[key] = type(globals()[key])(raw)
         except ValueError:
-            fail(f"--{key} must be {type(globals()[key]).__name__} like {globals()[key]!r}; got {raw!r}", 2)
+            fail(f"--{key} must be {type(globals()[key]).__name__}, got {raw!r}", 2)
     for keys, ok, must in [('batch_size block_size eval_interval eval_iters', lambda v: v >= 1, 'at least 1'),
                            ('max_iters', lambda v: v >= 0, 'at least 0'),
                            ('learning_rate', lambda v: 0 < v < float('inf'), 'a finite number above 0')]:

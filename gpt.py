@@ -1,8 +1,8 @@
-"""The GPT of "Let's build GPT: from scratch, in code, spelled out" (Andrej Karpathy, 2023), trained on
-Tiny Shakespeare. `python gpt.py` is the lecture's run (a GPU: minutes; a CPU: hours); `--preset=cpu`
-reaches val loss 1.64 in 2 minutes on 2 cores; `--help` lists every setting. Importing it does nothing.
-"""
+"""The GPT of "Let's build GPT: from scratch, in code, spelled out" (Andrej Karpathy, 2023) on Tiny Shakespeare.
+`python gpt.py` is the lecture's run (a GPU: minutes; a CPU: a day); `--preset=cpu` a small model in about 2
+minutes on 2 cores; `--help` explains every setting. Importing it does nothing."""
 import ast
+import difflib
 import hashlib
 import math
 import os
@@ -49,7 +49,7 @@ config_keys = {k: type(v) for k, v in globals().items() # each setting's type, f
                if not k.startswith('_') and isinstance(v, (bool, int, float, str, type(None)))}
 PRESETS = {'cpu': dict(device='cpu', n_layer=3, n_head=4, n_embd=96, block_size=64, batch_size=32, dropout=0.0,
                        learning_rate=4e-3, lr_decay=True, warmup_iters=50, min_lr=4e-4, max_iters=2200,
-                       eval_interval=550, eval_iters=40, fast_attention=True)} # chosen with scripts/cpu_sweep.py
+                       eval_interval=550, eval_iters=40, fast_attention=True, out_dir='out-cpu')} # scripts/cpu_sweep.py
 DATA_URL = 'https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt'
 DATA_SHA256 = '86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed'
 INPUT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'input.txt')
@@ -237,8 +237,7 @@ class GPTLanguageModel(nn.Module):
             idx = torch.cat((idx, idx_next), dim=1) # (B,T+1)
         return idx
 
-def get_lr(step):
-    """The lecture's constant rate, or with lr_decay: linear warmup, then cosine down to min_lr."""
+def get_lr(step): # the lecture's constant rate, or with lr_decay: linear warmup, then cosine down to min_lr
     if not lr_decay:
         return learning_rate
     if step < warmup_iters:
@@ -327,21 +326,33 @@ def main():
     context = torch.zeros((1, 1), dtype=torch.long, device=device)
     with torch.compiler.set_stance('force_eager' if use_compile else 'default'):
         print(decode(model.generate(context, max_new_tokens=500)[0].tolist()))
+    if out_dir: # where the model is, and what to run next
+        print(f"the model: {best_path}; next: python scripts/sample.py, scripts/plot_losses.py, scripts/evaluate.py")
 
-# ------------
-# not in the lecture: the command line, the device, checkpoints, Ctrl-C, one-line errors
+# ------------ not in the lecture: the command line, the device, checkpoints, Ctrl-C, one-line errors
+
+def options(argv): # the command line as --key=value options: --key value reads as --key=value
+    args = []
+    for arg in argv:
+        glue = args and args[-1].startswith('--') and '=' not in args[-1] and not arg.startswith('--')
+        args.append(args.pop() + '=' + arg if glue else arg)
+    return args
 
 def configure(argv):
     """--key=value for the settings above (of its default's type), the checks, and the switches."""
     global use_tf32, use_bf16, use_fp16, use_compile, use_fused_adamw, fast_attention
-    if '-h' in argv or '--help' in argv:
-        print(__doc__ + '\n'.join(f"  --{k}={globals()[k]!r}" for k in config_keys))
+    if '-h' in argv or '--help' in argv: # each setting with its comment at the top of this file
+        comments = {line.split(' = ')[0]: line.partition(' # ')[2].strip() for line in open(__file__, encoding='utf-8')}
+        print(__doc__, *(f"  --{k}={globals()[k]!r}".ljust(26) + comments.get(k, '') for k in config_keys), sep='\n')
         sys.exit(0)
+    argv = options(argv)
     presets = [arg for arg in argv if arg.startswith('--preset=')]
     for arg in presets[-1:] + [arg for arg in argv if arg not in presets]: # the preset first: the others win
         key, eq, raw = arg.removeprefix('--').partition('=')
         if not arg.startswith('--') or not eq or key not in config_keys:
-            fail(f"unknown option {arg!r} (use --key=value); settings: {', '.join(config_keys)}", code=2)
+            close = difflib.get_close_matches(key, config_keys, n=1)
+            fail(f"unknown option {arg!r}: " + (f"give it a value, as --{key}=VALUE" if key in config_keys else
+                 f"did you mean --{close[0]}?" if close else f"the settings are {', '.join(config_keys)}"), code=2)
         try:
             value = raw if config_keys[key] is str else ast.literal_eval(raw)
         except (ValueError, SyntaxError):
@@ -377,16 +388,15 @@ def configure(argv):
     use_compile = on(use_compile, cuda and sys.platform != 'win32') # Windows has no Triton to compile with
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = use_tf32
     print(f"device: {device}\nconfig: " + ' '.join(f'{k}={globals()[k]}' for k in config_keys))
-    cores = torch.get_num_threads() # a step's FLOPs (as bench.py counts them) at 50 GFLOP/s a core: our EPYC
+    cores = torch.get_num_threads() # a step's FLOPs (as bench.py counts them) at 50 GFLOP/s a core: the EPYC's
     step_s = (72 * n_embd + 12 * block_size) * n_layer * n_embd * batch_size * block_size / 50e9 / cores
     hours = step_s * (max_iters + (max_iters // eval_interval + 1) * eval_iters * 2 / 3) / 3600 # eval: forward only
     if torch.device(device).type == 'cpu' and hours > 1: # say so now, not after an hour of silence
         print(f"note: about {hours:.0f} hours on {cores} CPU cores, the first losses in {step_s * eval_iters / 90:.0f}"
               " minutes; for a CPU, python gpt.py --preset=cpu trains a smaller model in about 2 minutes", flush=True)
 
-def autocast(device_type): # bfloat16, or float16, where configure turned them on; else float32, the lecture's
-    kind = torch.float16 if use_fp16 else torch.bfloat16
-    return torch.autocast(device_type, kind, enabled=bool(use_fp16 or use_bf16))
+def autocast(where): # bfloat16, or float16, where configure turned them on; else float32, the lecture's
+    return torch.autocast(where, torch.float16 if use_fp16 else torch.bfloat16, enabled=bool(use_fp16 or use_bf16))
 
 def load_checkpoint(path, model, optimizer, scaler, chars):
     """The model, AdamW, float16's scale and the random numbers as saved: the run goes on as if it never stopped."""
@@ -394,16 +404,20 @@ def load_checkpoint(path, model, optimizer, scaler, chars):
         ckpt = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:
         fail(f"cannot resume from {path}: {getattr(e, 'strerror', None) or 'damaged, or cut short'}")
-    shape = {k: ckpt['config'][k] for k in ('n_embd', 'n_head', 'n_layer', 'block_size')}
-    if ckpt['chars'] != chars or any(globals()[k] != v for k, v in shape.items()):
-        fail(f"cannot resume from {path}: another text, or " + ' '.join(f'--{k}={v}' for k, v in shape.items()))
+    was = ckpt['config']
+    shape = [k for k in ('n_embd', 'n_head', 'n_layer', 'block_size') if was[k] != globals()[k]]
+    if ckpt['chars'] != chars or shape: # say how to resume it, or how not to collide with it
+        saved = f"--preset={was['preset']}" if was.get('preset') else ' '.join(f'--{k}={was[k]}' for k in shape)
+        fail(f"cannot resume from {path}: its run " + (f"has {saved}: resume with that" if shape else "read another "
+             "text") + ", or give this run another --out_dir")
     model.load_state_dict(ckpt['model'])
     optimizer.load_state_dict(ckpt['optimizer'])
     scaler.load_state_dict(ckpt.get('scaler') or scaler.state_dict()) # float16's scale; saved without it: empty
     torch.set_rng_state(ckpt['rng'].cpu())
     if ckpt['rng_cuda'] and 'cuda' in device:
         torch.cuda.set_rng_state_all([s.cpu() for s in ckpt['rng_cuda']])
-    print(f"resumed from {path} at step {ckpt['step']} (best val loss {ckpt['best_val_loss']:.4f})")
+    print(f"resumed from {path} at step {ckpt['step']} (best val loss {ckpt['best_val_loss']:.4f})" + (
+        ": the run is finished; a larger --max_iters goes on with it" if ckpt['step'] >= max_iters else ''))
     return ckpt['step'], ckpt['best_val_loss'], time.time() - ckpt['elapsed']
 
 def fail(message, code=1):
@@ -414,7 +428,8 @@ if __name__ == '__main__':
     try:
         main()
     except KeyboardInterrupt: # Ctrl-C or SIGTERM: ckpt.pt holds the last evaluation's step
-        resume_with = f"; resume with: python {shlex.join(sys.argv)} --resume=True" if out_dir else ''
+        again = [sys.argv[0], *(arg for arg in options(sys.argv[1:]) if not arg.startswith('--resume='))]
+        resume_with = f"; resume with: python {shlex.join(again)} --resume=True" if out_dir else ''
         fail(f"interrupted{resume_with if os.path.exists(os.path.join(out_dir, 'ckpt.pt')) else ''}", code=130)
     except (OSError, UnicodeDecodeError) as e: # an --input_file or out_dir that can't be read or written
         fail(f"{getattr(e, 'strerror', None) or 'not UTF-8 text'}: {getattr(e, 'filename', None) or input_file}")

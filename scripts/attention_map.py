@@ -3,7 +3,7 @@ What the attention heads of a trained model look at. For a prompt, each head's w
 (the lecture at 1:11:38: how much character j contributes to the output at character i), computed
 from a checkpoint that gpt.py saved, as its Head class computes them.
 
-    python scripts/attention_map.py                        # out/best.pt: where each head looks
+    python scripts/attention_map.py                        # the latest run's best.pt: where each head looks
     python scripts/attention_map.py --layer=0 --head=1     # one head's weights as a map
     python scripts/attention_map.py --ckpt=runs/a --prompt=@scene.txt
 

@@ -3,6 +3,7 @@ What the scripts in scripts/ share: gpt.py made importable, the command line wit
 files written whole or not at all, and the data as gpt.py splits it.
 """
 import argparse
+import glob
 import os
 import sys
 
@@ -38,6 +39,12 @@ def run(main, *args, shrink=None):
         if 'out of memory' not in str(e) and "can't allocate memory" not in str(e):
             raise
         fail("out of memory" + (f": try a smaller {shrink}" if shrink else ''))
+
+
+def latest_run():
+    """The folder that gpt.py logged to last, here: out/, the CPU preset's out-cpu/, or another out*/."""
+    return os.path.dirname(max(glob.glob(os.path.join('out*', 'log.csv')), key=os.path.getmtime,
+                               default=os.path.join('out', 'log.csv')))
 
 
 def check_device(name):

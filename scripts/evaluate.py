@@ -3,7 +3,7 @@ The loss of a checkpoint over every character of the val split (or the train spl
 where gpt.py estimates it from eval_iters random batches; in nats per character (the loss gpt.py
 prints), bits per character and perplexity, beside what gzip, bzip2 and xz make of the same text.
 
-    python scripts/evaluate.py                          # out/best.pt, on the val split
+    python scripts/evaluate.py                          # the latest run's best.pt, on the val split
     python scripts/evaluate.py --ckpt=runs/a --split=train
     python scripts/evaluate.py --ckpt=model.pt          # a state_dict of the lecture's model
 
@@ -150,7 +150,9 @@ def main(argv):
     for name, bits in rows:
         loss = bits * math.log(2)
         print(f"| {name} | {loss:.4f} | {bits:.3f} | {math.exp(loss):.2f} |")
-    print(f"{seconds:.1f} s for the model's two passes over {len(split) - 1:,} characters")
+    print(f"{seconds:.1f} s for the model's two passes over {len(split) - 1:,} characters: every character once, "
+          f"where training's line averages {checkpoint['config'].get('eval_iters', gpt.eval_iters)} random batches "
+          "(so the two differ a little)")
 
 
 if __name__ == '__main__':

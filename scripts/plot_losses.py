@@ -2,7 +2,7 @@
 Plot the train and val loss curves from the log.csv that gpt.py writes into out_dir, and print
 each run's best and last val loss.
 
-    python scripts/plot_losses.py                        # out/log.csv -> out/loss.png
+    python scripts/plot_losses.py                        # the latest run's log.csv -> loss.png beside it
     python scripts/plot_losses.py runs/a/log.csv --out=a.png
     python scripts/plot_losses.py runs/a                 # a run's folder: its log.csv
     python scripts/plot_losses.py runs/a runs/b          # runs side by side -> losses.png
@@ -11,6 +11,7 @@ Needs matplotlib, an optional extra: pip install matplotlib
 """
 import argparse
 import csv
+import glob
 import os
 import sys
 
@@ -26,7 +27,7 @@ def read_log(path):
         return [(int(r['step']), float(r['train_loss']), float(r['val_loss'])) for r in rows]
     except FileNotFoundError:
         sys.exit(f"error: no log at {path} (gpt.py writes one into its --out_dir, out/ by default, "
-                 "as it trains)")
+                 "out-cpu/ for the preset, as it trains)")
     except OSError as e:
         sys.exit(f"error: cannot read {path}: {e.strerror}")
     except (KeyError, ValueError, TypeError):
@@ -36,8 +37,10 @@ def read_log(path):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.error = lambda message: p.exit(2, f"error: {message} (see --help)\n") # one line, not argparse's usage
-    p.add_argument('logs', nargs='*', type=os.path.expanduser, default=[os.path.join('out', 'log.csv')],
-                   help="log.csv files of gpt.py, or the out_dirs they are in (default: out/log.csv)")
+    latest = max(glob.glob(os.path.join('out*', 'log.csv')), key=os.path.getmtime, # as common.latest_run()
+                 default=os.path.join('out', 'log.csv'))
+    p.add_argument('logs', nargs='*', type=os.path.expanduser, default=[latest],
+                   help="log.csv files of gpt.py, or the out_dirs they are in (default: the latest run's, %(default)s)")
     p.add_argument('--out', type=os.path.expanduser, default=None,
                    help='the PNG to write (default: loss.png beside the log; for several, losses.png here)')
     p.add_argument('--title', default=None,

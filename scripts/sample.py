@@ -1,7 +1,7 @@
 """
 Sample text from a checkpoint that gpt.py saved, without training.
 
-    python scripts/sample.py                                      # from out/best.pt, printed as it comes
+    python scripts/sample.py                  # the latest run's best.pt (out/, out-cpu/), printed as it comes
     python scripts/sample.py --prompt="ROMEO:" --temperature=0.8 --top_k=40 --num_samples=3
     python scripts/sample.py --prompt=@prompt.txt --max_new_tokens=10000 --out=more.txt
     python scripts/sample.py --ckpt=model.pt     # torch.save(model.state_dict(), 'model.pt') in the lecture's code
@@ -34,9 +34,9 @@ def positive(kind):
 
 def add_model_options(p, prompt_default=None, prompt_help=None):
     """--ckpt, and --prompt where prompt_help is given: this script, attention_map.py, evaluate.py."""
-    p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join('out', 'best.pt'),
+    p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join(common.latest_run(), 'best.pt'),
                    help="checkpoint, or an out_dir to take its best.pt, or a state_dict of the lecture's "
-                   "model of Tiny Shakespeare (default: %(default)s)")
+                   "model of Tiny Shakespeare (default: the latest run's, %(default)s)")
     if prompt_help:
         p.add_argument('--prompt', default=prompt_default, help=prompt_help)
 
@@ -71,7 +71,8 @@ def read_checkpoint(path):
     try:
         ckpt = torch.load(path, map_location='cpu', weights_only=True)
     except FileNotFoundError:
-        fail(f"no checkpoint at {path} (gpt.py writes ckpt.pt and best.pt into its --out_dir, out/)")
+        fail(f"no checkpoint at {path} (gpt.py writes ckpt.pt and best.pt into its --out_dir: out/, or out-cpu/ "
+             "for the preset)")
     except Exception as e:
         fail(f"{path} is not a readable checkpoint ({type(e).__name__}): damaged, cut short, or not one")
     if isinstance(ckpt, dict) and ckpt and all(torch.is_tensor(v) for v in ckpt.values()):

@@ -91,8 +91,9 @@ def losses(stdout):
 
 
 def sample(stdout, step):
-    """What a run printed after its last evaluation, the one at step: the sample."""
-    return stdout.rsplit(f'step {step}: ', 1)[1].split('\n', 1)[1]
+    """What a run printed after its last evaluation, the one at step: the sample (and not the line after
+    it, which says where the model is)."""
+    return stdout.rsplit(f'step {step}: ', 1)[1].split('\n', 1)[1].split('the model: ')[0]
 
 
 # a gpt.py run of a second or two

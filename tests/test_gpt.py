@@ -47,9 +47,12 @@ def test_best_pt_holds_the_lowest_val_loss(tmp_path):
 
 
 @pytest.mark.parametrize('args, words', [
-    (['--bogus=1'], "unknown option '--bogus=1' (use --key=value); settings: batch_size, block_size, "),
+    (['--bogus=1'], "unknown option '--bogus=1': the settings are batch_size, block_size, "),
+    (['--max_iter=10'], "unknown option '--max_iter=10': did you mean --max_iters?"),
+    (['--max_iter', '10'], "unknown option '--max_iter=10': did you mean --max_iters?"),
     (['n_layer=2'], "unknown option 'n_layer=2'"),
-    (['--n_layer'], "unknown option '--n_layer'"),
+    (['--n_layer'], "unknown option '--n_layer': give it a value, as --n_layer=VALUE"),
+    (['--n_layer', '2.5'], "--n_layer must be int, got '2.5'"),
     (['--n_layer=2.5'], "--n_layer must be int, got '2.5'"),
     (['--resume=1'], "--resume must be bool, got '1'"),
     (['--learning_rate=fast'], "--learning_rate must be float, got 'fast'"),
@@ -82,11 +85,18 @@ def test_the_cpu_preset_then_the_other_options_wherever_they_stand(tmp_path):
     assert sorted(losses(r.stdout)) == [0, 2, 4]
 
 
-def test_help_lists_every_setting_with_its_default():
+def test_help_lists_every_setting_with_its_default_and_its_comment():
+    """--help explains each setting with the comment it has at the top of gpt.py: one source."""
     r = run_here('gpt.py', '--help', '--bogus=1')
     assert r.returncode == 0 and r.stdout.startswith(gpt.__doc__)
+    with open(os.path.join(ROOT, 'gpt.py'), encoding='utf-8') as f:
+        top = f.read().split('# hyperparameters\n')[1].split('# ------------\n')[0]
+    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.startswith('  --')}
+    assert list(lines) == [f'--{key}={getattr(gpt, key)!r}' for key in gpt.config_keys]
     for key in gpt.config_keys:
-        assert f'  --{key}={getattr(gpt, key)!r}\n' in r.stdout
+        comment = next(line for line in top.splitlines() if line.startswith(f'{key} = ')).partition(' # ')[2]
+        assert lines[f'--{key}={getattr(gpt, key)!r}'].endswith(f'  {comment}'.rstrip()), key
+    assert lines['--max_iters=5000'].endswith('how many optimizer steps to take')
 
 
 @pytest.mark.parametrize('args, words', [
@@ -197,8 +207,8 @@ def test_resuming_from_no_checkpoint_or_a_damaged_one_is_one_line(tmp_path, make
 def test_resuming_with_another_shape_is_one_line(tmp_path):
     assert run_here('gpt.py', *TINY_GPT, '--max_iters=0', cwd=tmp_path).returncode == 0
     r = run_here('gpt.py', *TINY_GPT, '--n_embd=32', '--resume=True', cwd=tmp_path)
-    assert r.returncode == 1 and r.stderr == ('error: cannot resume from out/ckpt.pt: another text, or '
-                                              '--n_embd=16 --n_head=2 --n_layer=1 --block_size=16\n')
+    assert r.returncode == 1 and r.stderr == ('error: cannot resume from out/ckpt.pt: its run has --n_embd=16: '
+                                              'resume with that, or give this run another --out_dir\n')
 
 
 def test_an_out_dir_that_cannot_be_written_is_one_line(tmp_path):
@@ -211,3 +221,48 @@ def test_importing_is_silent_and_writes_nothing(tmp_path):
     code = f"import sys; sys.path.insert(0, {ROOT!r}); import gpt, bigram"
     r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout == r.stderr == '' and os.listdir(tmp_path) == []
+
+
+def test_the_preset_runs_in_a_folder_of_its_own_and_the_lecture_run_after_it_in_its_own(tmp_path):
+    """A learner's first hour: the CPU preset, then the README's main command, which no longer meets the
+    preset's run; resuming the preset's run with other settings says what to run; the scripts after a run
+    read the latest run's folder by default."""
+    preset = ['--preset=cpu', '--max_iters=4', '--eval_interval=2', '--eval_iters=2']
+    r = run_here('gpt.py', *preset, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(tmp_path / 'out-cpu')) == ['best.pt', 'ckpt.pt', 'log.csv']
+    assert r.stdout.endswith('the model: out-cpu/best.pt; next: python scripts/sample.py, scripts/plot_losses.py, '
+                             'scripts/evaluate.py\n')
+    sampled = run_here('scripts/sample.py', '--max_new_tokens=5', cwd=tmp_path) # its default: out-cpu/best.pt
+    assert sampled.returncode == 0 and len(sampled.stdout) >= 5, sampled.stderr
+    r = run_here('gpt.py', *TINY_GPT, cwd=tmp_path)
+    assert r.returncode == 0 and sorted(os.listdir(tmp_path / 'out')) == ['best.pt', 'ckpt.pt', 'log.csv'], r.stderr
+    r = run_here('gpt.py', *TINY_GPT, '--out_dir=out-cpu', '--resume=True', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == ('error: cannot resume from out-cpu/ckpt.pt: its run has --preset=cpu: '
+                                              'resume with that, or give this run another --out_dir\n')
+    r = run_here('gpt.py', *preset, '--resume=True', cwd=tmp_path)
+    assert r.returncode == 0 and 'resumed from out-cpu/ckpt.pt at step 4' in r.stdout, r.stderr
+
+
+def test_resuming_a_finished_run_says_so_and_how_to_go_on_without_training(tmp_path):
+    assert run_here('gpt.py', *TINY_GPT, cwd=tmp_path).returncode == 0
+    r = run_here('gpt.py', *TINY_GPT, '--resume=True', cwd=tmp_path)
+    assert r.returncode == 0 and losses(r.stdout) == {}, r.stderr # no step trained or evaluated again
+    assert 'resumed from out/ckpt.pt at step 30 (best val loss ' in r.stdout
+    assert ': the run is finished; a larger --max_iters goes on with it\n' in r.stdout
+    r = run_here('gpt.py', *TINY_GPT, '--resume', 'True', '--max_iters', '40', cwd=tmp_path) # --key value too
+    assert r.returncode == 0 and list(losses(r.stdout)) == [40], r.stderr
+
+
+def test_ctrl_c_twice_gives_the_same_resume_command(tmp_path, monkeypatch):
+    """A resumed run stopped again: the command it prints is the one the first stop printed, with one
+    --resume=True, whatever the syntax of the options (--key value or --key=value)."""
+    tiny = [arg for arg in TINY_GPT if not arg.startswith('--max_iters')]
+    said = []
+    for calls, again in ((51, []), (31, ['--resume', 'True'])): # 3 evaluations of 2 x 5 and 20 steps; then 20 more
+        with signal_at_call(monkeypatch, torch, 'randint', calls, signal.SIGINT):
+            r = run_here('gpt.py', '--max_iters', '60', *tiny, *again, cwd=tmp_path)
+        assert r.returncode == 130, r.stderr
+        said.append(r.stderr)
+    assert said[0] == said[1] == (f"error: interrupted; resume with: python {os.path.join(ROOT, 'gpt.py')} "
+                                  f"--max_iters=60 {shlex.join(tiny)} --resume=True\n")

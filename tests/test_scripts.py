@@ -90,9 +90,19 @@ def test_a_device_this_machine_lacks_is_a_one_line_error(command, device, words,
 
 
 @pytest.mark.parametrize('args, words', [
-    (['--max_iters=2.5'], "--max_iters must be int like 3000; got '2.5'"),
-    (['--bogus=1'], "unknown option '--bogus=1'; settings: --batch_size=32 --block_size=8 "),
+    (['--max_iters=2.5'], "--max_iters must be int, got '2.5'"),
+    (['--max_iters', '2.5'], "--max_iters must be int, got '2.5'"),
+    (['--max_iter=10'], "unknown option '--max_iter=10': did you mean --max_iters?"),
+    (['--bogus=1'], "unknown option '--bogus=1': the settings are batch_size, block_size, "),
 ])
 def test_bigram_answers_a_bad_option_in_one_line(args, words, tmp_path):
     r = run_here('bigram.py', *args, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith(f'error: {words}') and r.stderr.count('\n') == 1, r.stderr
+
+
+@needs_input
+def test_bigram_takes_key_value_options_as_gpt_py_does(tmp_path):
+    r = run_here('bigram.py', '--max_iters', '10', '--eval_interval', '5', '--eval_iters', '2', '--device=cpu',
+                 cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [line.split(':')[0] for line in r.stdout.splitlines() if line.startswith('step ')] == ['step 0', 'step 5']

@@ -1,5 +1,5 @@
 """The GPT of "Let's build GPT: from scratch, in code, spelled out" (Andrej Karpathy, 2023) on Tiny Shakespeare.
-`python gpt.py` is the lecture's run (a GPU: minutes; a CPU: a day); `--preset=cpu` a small model in about 2
+`python gpt.py` is the lecture's run (a GPU: minutes; a CPU: a day); `--preset=cpu` a small model in under 3
 minutes on 2 cores; `--help` explains every setting. Importing it does nothing."""
 import ast
 import difflib
@@ -393,7 +393,7 @@ def configure(argv):
     hours = step_s * (max_iters + (max_iters // eval_interval + 1) * eval_iters * 2 / 3) / 3600 # eval: forward only
     if torch.device(device).type == 'cpu' and hours > 1: # say so now, not after an hour of silence
         print(f"note: about {hours:.0f} hours on {cores} CPU cores, the first losses in {step_s * eval_iters / 90:.0f}"
-              " minutes; for a CPU, python gpt.py --preset=cpu trains a smaller model in about 2 minutes", flush=True)
+              " minutes; for a CPU, python gpt.py --preset=cpu trains a smaller model in under 3 minutes", flush=True)
 
 def autocast(where): # bfloat16, or float16, where configure turned them on; else float32, the lecture's
     return torch.autocast(where, torch.float16 if use_fp16 else torch.bfloat16, enabled=bool(use_fp16 or use_bf16))

@@ -2,7 +2,7 @@
 The lecture's story as one table: train every stage of the model, from the bigram to the
 scaled Transformer, and print its losses next to the ones the video reports.
 
-    python scripts/progression.py                    # stages 1-6 on a CPU: 82 s on 2 cores
+    python scripts/progression.py                    # stages 1-6 on a CPU: 90 s on a 2-core EPYC
     python scripts/progression.py --stages 2,5       # some stages
     python scripts/progression.py --stages 7         # the scaled model: meant for a GPU
     python scripts/progression.py --json results.json

@@ -84,7 +84,7 @@ def test_a_run_of_hours_on_a_cpu_says_so_before_the_data_is_read(capsys, monkeyp
     gpt.configure(['--device=cpu'])
     note = capsys.readouterr().out.splitlines()[2]
     assert note == ('note: about 21 hours on 2 CPU cores, the first losses in 26 minutes; for a CPU, '
-                    'python gpt.py --preset=cpu trains a smaller model in about 2 minutes')
+                    'python gpt.py --preset=cpu trains a smaller model in under 3 minutes')
     gpt.configure(['--device=cpu', '--n_layer=3']) # half the work: half the time
     assert 'note: about 10 hours on 2 CPU cores, the first losses in 13 minutes;' in capsys.readouterr().out
     for argv in (['--preset=cpu'], ['--device=cpu', '--max_iters=100', '--eval_iters=20']):

@@ -37,7 +37,7 @@ lr_decay = False # linear warmup, then cosine decay to min_lr (the lecture's lr 
 warmup_iters = 100 # with lr_decay: steps of linear warmup
 min_lr = 3e-5 # with lr_decay: the rate at max_iters
 # speed switches. None: on where the device has it (CUDA), so CPU and MPS runs keep the lecture's float32
-# math; True forces one anywhere PyTorch can run it (a CPU: slower, but it tests CUDA's path); False: off
+# math; True forces one anywhere PyTorch can run it (a test forces them all on a CPU); False: off
 use_tf32 = None # TF32 tensor cores for float32 matmuls
 use_bf16 = None # bfloat16 autocast (AdamW keeps float32 weights); float16 where the GPU lacks bfloat16 (a T4)
 use_fp16 = False # float16 autocast, its gradients scaled (GradScaler) so that small ones don't round to 0

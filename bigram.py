@@ -99,6 +99,9 @@ def fail(message, code=1):
     sys.exit(code)
 
 if __name__ == '__main__':
+    if '-h' in sys.argv or '--help' in sys.argv: # the settings, with their defaults
+        print(__doc__, *(f"  --{k}={globals()[k]!r}" for k in config_keys), sep='\n')
+        sys.exit(0)
     args = [] # --key=value, or --key value, of the default's type (an int may stand for a float)
     for arg in sys.argv[1:]:
         glue = args and args[-1].startswith('--') and '=' not in args[-1] and not arg.startswith('--')

@@ -106,3 +106,8 @@ def test_bigram_takes_key_value_options_as_gpt_py_does(tmp_path):
                  cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [line.split(':')[0] for line in r.stdout.splitlines() if line.startswith('step ')] == ['step 0', 'step 5']
+
+
+def test_bigram_help_lists_its_settings():
+    r = run_here('bigram.py', '--help')
+    assert r.returncode == 0 and '  --max_iters=3000\n' in r.stdout and '  --learning_rate=0.01\n' in r.stdout

@@ -5,10 +5,12 @@ from a checkpoint that gpt.py saved, as its Head class computes them.
 
     python scripts/attention_map.py                        # the latest run's best.pt: where each head looks
     python scripts/attention_map.py --layer=0 --head=1     # one head's weights as a map
+    python scripts/attention_map.py --png=heads.png        # every head's, as one picture (matplotlib)
     python scripts/attention_map.py --ckpt=runs/a --prompt=@scene.txt
 
 Layers and heads count from 0, as model.blocks[layer].sa.heads[head] does.
 """
+import os
 import sys
 
 import torch
@@ -19,6 +21,7 @@ from common import fail, gpt  # noqa: E402
 import sample  # noqa: E402 (beside this file)
 
 PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak.\n" # Tiny Shakespeare's first lines
+PNG_PROMPT = "First Citizen:\nBefore we proceed" # --png's: short enough for its characters on the axes
 SHADES = ' .:-=+*#%@' # a weight under 0.1 is blank, 0.9 or more is @
 
 
@@ -83,6 +86,27 @@ def heat_map(w, text):
     return '\n'.join(lines)
 
 
+def picture(wei, text, path):
+    """Every head's weights in one PNG: layers as rows, heads as columns, row i, column j of each what
+    character j gives to i, one colour scale from 0 to 1, the future (which a head can't see) blank."""
+    plt = common.pyplot()
+    n_layer, n_head, T = wei.shape[0], wei.shape[1], wei.shape[-1]
+    figure, axes = plt.subplots(n_layer, n_head, figsize=(2.4 * n_head + 1, 2.4 * n_layer), dpi=100,
+                                squeeze=False)
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    labels = [shown(c) for c in text] if T <= 40 else [] # characters, where they fit
+    for layer in range(n_layer):
+        for h in range(n_head):
+            ax = axes[layer][h]
+            image = ax.imshow(wei[layer, h].detach().masked_fill(future, float('nan')).numpy(), vmin=0, vmax=1)
+            ax.set_title(f'layer {layer}, head {h}', fontsize=9)
+            ax.set_xticks(range(len(labels)), labels, fontsize=4)
+            ax.set_yticks(range(len(labels)), labels, fontsize=4)
+    figure.colorbar(image, ax=axes, shrink=0.8, label="weight of the column's character in the row's")
+    common.save_png(figure, path)
+    plt.close(figure)
+
+
 def parse_args(argv):
     p = common.argument_parser(__doc__)
     sample.add_model_options(p, PROMPT, "the text to look at, or @FILE to read it from a file "
@@ -90,7 +114,10 @@ def parse_args(argv):
     p.add_argument('--layer', type=int, default=None, help='with --head: the map of that head')
     p.add_argument('--head', type=int, default=None, help='with --layer: the map of that head')
     p.add_argument('--device', default='cpu', help='default: %(default)s')
+    p.add_argument('--png', type=os.path.expanduser, default=None,
+                   help=f"also draw every head's weights into this picture (default prompt: {PNG_PROMPT!r})")
     args = sample.checked_model_options(p, p.parse_args(argv))
+    args.prompt = PNG_PROMPT if args.png and args.prompt == PROMPT else args.prompt
     if (args.layer is None) != (args.head is None):
         p.error("--layer and --head go together: the map of one head")
     return args
@@ -116,6 +143,9 @@ def main(argv):
     idx = torch.tensor([encode(text)], dtype=torch.long, device=args.device)
     wei = attention_weights(model, idx).cpu()
     n_layer, n_head = wei.shape[:2]
+    if args.png:
+        picture(wei, text, args.png)
+        print(f"wrote {args.png}")
     if args.layer is None:
         print(f"{args.ckpt}: where each of its {n_layer} x {n_head} heads looks, over {len(text)} "
               "characters")

@@ -4,6 +4,7 @@ files written whole or not at all, and the data as gpt.py splits it.
 """
 import argparse
 import glob
+import io
 import os
 import sys
 
@@ -81,6 +82,24 @@ def save_atomically(path, data):
     with open(path + '.tmp', 'wb') as f:
         f.write(data)
     os.replace(path + '.tmp', path)
+
+
+def pyplot():
+    """matplotlib's pyplot, drawing into files (no screen needed); without matplotlib, a one-line error."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        fail("a picture needs matplotlib, an optional extra: pip install matplotlib")
+    return plt
+
+
+def save_png(figure, path):
+    """figure as a PNG at path, written whole (as save_atomically writes)."""
+    png = io.BytesIO()
+    figure.savefig(png, format='png')
+    save_atomically(path, png.getvalue())
 
 
 def codec(chars):

@@ -6,6 +6,7 @@ scaled Transformer, and print its losses next to the ones the video reports.
     python scripts/progression.py --stages 2,5       # some stages
     python scripts/progression.py --stages 7         # the scaled model: meant for a GPU
     python scripts/progression.py --json results.json
+    python scripts/progression.py --png stages.png   # and each stage's val loss as it trains (matplotlib)
 
 Each stage is built from the classes of bigram.py and gpt.py; only what the lecture had
 different at that point (no proj yet, a one-layer feed-forward, no LayerNorm) lives here.
@@ -141,9 +142,11 @@ def train_stage(stage, device, overrides, threads):
     model = build_model(stage, len(chars)).to(device)
     # foreach gives the same numbers as the default loop over tensors, faster on a CPU
     optimizer = torch.optim.AdamW(model.parameters(), lr=config['learning_rate'], foreach=True)
+    curve = [] # (step, val loss) at each evaluation
     for step in range(config['max_iters'] + 1):
         if step % config['eval_interval'] == 0 or step == config['max_iters']:
             losses = gpt.estimate_loss(model, splits)
+            curve.append((step, round(losses['val'], 4)))
             now = time.time() # and the speed since the last evaluation: stage 7 on a GPU runs for minutes
             speed = f", {(now - t_last) / (step - step_last) * 1000:.1f} ms/step" if step else ''
             print(f"stage {stage} step {step}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}"
@@ -159,7 +162,26 @@ def train_stage(stage, device, overrides, threads):
     return {'stage': stage, 'added': STAGES[stage][0],
             'params': sum(p.numel() for p in model.parameters()),
             'train': round(losses['train'], 4), 'val': round(losses['val'], 4),
-            'lecture_val': STAGES[stage][2], 'seconds': round(time.time() - t0, 1)}
+            'lecture_val': STAGES[stage][2], 'seconds': round(time.time() - t0, 1), 'curve': curve}
+
+
+def picture(rows, path):
+    """Each stage's val loss at each evaluation, one line a stage, and the video's value for it marked
+    at its last step."""
+    plt = common.pyplot()
+    figure, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    for r in rows:
+        steps, vals = zip(*r['curve'])
+        line, = ax.plot(steps, vals, label=f"{r['stage']}: {r['added']}")
+        ax.plot(steps[-1], r['lecture_val'], marker='_', markersize=22, markeredgewidth=2, color=line.get_color())
+    values = [v for r in rows for _, v in r['curve']] + [r['lecture_val'] for r in rows]
+    top = max(r['curve'][min(1, len(r['curve']) - 1)][1] for r in rows) # the first drop, and the init's off the top
+    ax.set(xlabel='step', ylabel='val loss', ylim=(min(values) - 0.05, top + 0.05),
+           title="The lecture's stages (a dash: the video's val loss)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    common.save_png(figure, path)
+    plt.close(figure)
 
 
 def parse_stages(text):
@@ -191,6 +213,8 @@ def main(argv):
     p.add_argument('--device', default=gpt.device, help='default: %(default)s')
     p.add_argument('--json', type=os.path.expanduser, default=None,
                    help='also write the results to this JSON file')
+    p.add_argument('--png', type=os.path.expanduser, default=None,
+                   help="also draw each stage's val loss against the step into this picture")
     p.add_argument('--jobs', type=int, default=None,
                    help='stages trained side by side, one thread each (default: the CPU count on a CPU, '
                         'else 1)')
@@ -203,8 +227,11 @@ def main(argv):
     for key in ('max_iters', 'eval_iters', 'jobs'):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             p.error(f"--{key} must be at least 1, got {getattr(args, key)}")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))): # now, not after hours
-        p.error(f"--json {args.json}: no such folder")
+    for name in ('json', 'png'):
+        if getattr(args, name) and not os.path.isdir(os.path.dirname(os.path.abspath(getattr(args, name)))):
+            p.error(f"--{name} {getattr(args, name)}: no such folder") # now, not after hours
+    if args.png:
+        common.pyplot() # matplotlib is there: now, not after the training
     common.check_device(args.device)
     on_cpu = torch.device(args.device).type == 'cpu'
     gpt.read_text() # download before any worker starts, if needed
@@ -236,6 +263,9 @@ def main(argv):
     if args.json:
         common.save_atomically(args.json, json.dumps(rows, indent=1).encode())
         print(f"wrote {args.json}")
+    if args.png:
+        picture(rows, args.png)
+        print(f"wrote {args.png}")
 
 
 def train_side_by_side(work, jobs):

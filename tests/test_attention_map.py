@@ -1,6 +1,7 @@
 """scripts/attention_map.py: the weights it shows are those each Head applies, and it says so."""
 import os
 import re
+import struct
 import sys
 
 import pytest
@@ -110,3 +111,35 @@ def test_a_model_of_another_text_asks_for_a_prompt_of_its_own(tiny, tmp_path):
     assert r.stderr.endswith("its vocabulary is 'ab'; give a prompt of its text with --prompt\n"), r.stderr
     r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--prompt=abba')
     assert r.returncode == 0 and 'over 4 characters' in r.stdout, r.stderr
+
+
+def test_every_heads_weights_in_one_picture(ckpt, tmp_path, monkeypatch):
+    """--png: a PNG of the figure's size (4 heads wide, 2 layers high), whose maps are the weights that
+    the table sums up (the same run's), the future blank (NaN: no colour)."""
+    pytest.importorskip('matplotlib')
+    import matplotlib.axes
+    maps, imshow = [], matplotlib.axes.Axes.imshow
+    monkeypatch.setattr(matplotlib.axes.Axes, 'imshow', lambda ax, data, **kw: maps.append(data) or
+                        imshow(ax, data, **kw))
+    png = tmp_path / 'heads.png'
+    r = run_here(SCRIPT, f'--ckpt={ckpt}', f'--png={png}', '--prompt=ROMEO:')
+    assert r.returncode == 0 and f'wrote {png}\n' in r.stdout, r.stderr
+    data = png.read_bytes()
+    assert data[:8] == b'\x89PNG\r\n\x1a\n' and struct.unpack('>II', data[16:24]) == (1060, 480)
+    assert sorted(os.listdir(tmp_path)) == ['best.pt', 'heads.png'] # written whole: no .tmp left
+    rows = re.findall(r'^\| (\d) \| (\d) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$', r.stdout, re.M)
+    assert len(maps) == len(rows) == 8
+    future = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    for w, (_, _, itself, before, *_) in zip(maps, rows):
+        w = torch.tensor(w)
+        assert w[future].isnan().all() and not w[~future].isnan().any()
+        assert torch.allclose(w.nan_to_num().sum(-1), torch.ones(6)) # each row: all of a character's attention
+        assert f'{w.diagonal()[1:].mean():.2f}' == itself and f'{w.diagonal(-1).mean():.2f}' == before
+
+
+def test_a_picture_without_matplotlib_says_how_to_get_it(ckpt, monkeypatch):
+    monkeypatch.setitem(sys.modules, 'matplotlib', None) # as if it were not installed
+    r = run_here(SCRIPT, f'--ckpt={ckpt}', f'--png={ckpt / "heads.png"}', '--prompt=ROMEO:')
+    assert r.returncode == 1 and r.stderr == ('error: a picture needs matplotlib, an optional extra: '
+                                              'pip install matplotlib\n'), r.stderr
+    assert not os.path.exists(ckpt / 'heads.png')

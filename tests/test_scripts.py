@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import struct
 
 import pytest
 import torch
@@ -26,6 +27,26 @@ def test_progression_prints_the_table_and_json(tmp_path):
     for row in rows: # a line per evaluation as each stage trains, with the speed since the one before
         assert re.search(rf"^stage {row['stage']} step 20: train loss {row['train']:.4f}, val loss "
                          rf"{row['val']:.4f} \| [\d.]+s, [\d.]+ ms/step$", r.stdout, re.M)
+
+
+@needs_input
+def test_progression_draws_each_stages_val_loss_as_it_printed_it(tmp_path, monkeypatch):
+    """--png: a PNG of 800 x 500, a line a stage through the val losses its evaluations printed, and the
+    video's value for the stage marked at its last step."""
+    pytest.importorskip('matplotlib')
+    import matplotlib.axes
+    drawn, plot = [], matplotlib.axes.Axes.plot
+    monkeypatch.setattr(matplotlib.axes.Axes, 'plot', lambda ax, *a, **kw: drawn.append(a) or plot(ax, *a, **kw))
+    png = tmp_path / 'stages.png'
+    r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '1,2', '--max_iters', '20', '--eval_iters',
+                 '2', '--device', 'cpu', '--jobs', '1', '--png', str(png))
+    assert r.returncode == 0 and f'wrote {png}\n' in r.stdout, r.stderr
+    data = png.read_bytes()
+    assert data[:8] == b'\x89PNG\r\n\x1a\n' and struct.unpack('>II', data[16:24]) == (800, 500)
+    printed = [[(int(s), float(v)) for s, v in re.findall(rf"^stage {stage} step (\d+): .*?val loss ([\d.]+)",
+                                                           r.stdout, re.M)] for stage in (1, 2)]
+    assert [list(zip(*args)) for args in drawn[0::2]] == printed # each stage's line
+    assert drawn[1::2] == [(20, 2.5), (20, 2.4)] # and the video's val loss, at its last step
 
 
 TINY_TRY = '--n_layer=1 --n_embd=16 --n_head=2 --block_size=8 --eval_iters=1'

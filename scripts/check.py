@@ -451,18 +451,18 @@ def check_part(label, m, kind, ctx, context):
 
 def build(classes, settings):
     """{class: an instance built through its own signature, or why it can't be}. A class that can't be
-    built alone, but is in another, is checked as built there."""
-    built, own = {}, {c.__module__ for c in classes}
+    built alone, or only with a guess, but is in another, is checked as built there."""
+    built, own, guessed = {}, {c.__module__ for c in classes}, set()
     for cls in classes:
         torch.manual_seed(1337)
         kwargs = arguments(cls, settings, own)
+        guessed |= {cls} if any(type(v) is Guess for v in kwargs.values()) else set()
         try:
             built[cls] = cls(**kwargs)
         except Exception as e:
             shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>"
                               for k, v in kwargs.items())
             built[cls] = f"can't build {cls.__name__}({shown}): {message(e)}"
-    guessed = {cls for cls in classes if any(type(v) is Guess for v in arguments(cls, settings, own).values())}
     for m in [m for m in built.values() if isinstance(m, nn.Module)]:
         for s in m.modules():
             if s is not m and type(s) in built and (isinstance(built[type(s)], str) or type(s) in guessed):

@@ -145,3 +145,9 @@ def test_a_notebooks_own_classes_are_checked_where_they_run(name, capsys):
     check.here(kernel)
     assert capsys.readouterr().out == run_here('scripts/check.py', path).stdout
     assert kernel == before
+
+
+def test_the_readmes_example_is_what_a_run_prints():
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        shown = f.read().split('## Check your own code\n')[1].split('```\n', 2)[1]
+    assert shown == run_here('scripts/check.py', os.path.join(LEARNERS, 'two_mistakes.py')).stdout

@@ -352,7 +352,8 @@ call = lambda m, x: logits_of(m, x) if x.dtype == torch.long else out_of(m(x))
 # ------------ the check
 
 def unused(m, x, ctx):
-    """m's own layers (not those of its parts checked on their own) that its output never depends on."""
+    """What m's output never depends on: a child none of whose weights it reaches (blocks never applied),
+    else m's own layers (not those of its parts checked on their own)."""
     theirs = {id(p) for s in ctx.subparts(m) for p in s.parameters()}
     m.zero_grad(set_to_none=True)
     try:
@@ -360,8 +361,9 @@ def unused(m, x, ctx):
         (out * torch.randn(out.shape, generator=torch.Generator().manual_seed(1))).sum().backward()
     except Exception:
         return []
-    return [f"`{n}`" for n in dict.fromkeys(n.rsplit('.', 1)[0] for n, p in m.named_parameters()
-                                            if id(p) not in theirs and p.grad is None)]
+    idle = [n for n, c in m.named_children() if list(c.parameters()) and all(p.grad is None for p in c.parameters())]
+    names = [n.rsplit('.', 1)[0] for n, p in m.named_parameters() if id(p) not in theirs and p.grad is None]
+    return [f"`{n}`" for n in dict.fromkeys(idle + [n for n in names if n.split('.')[0] not in idle])]
 
 
 def dropout_sites(m, x, ctx):

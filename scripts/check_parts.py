@@ -152,7 +152,7 @@ def model(lay, idx, o):
         x = x + pos(idx)
     elif pos is not None and o['positions'] == 'table':
         x = x + (pos(torch.arange(T)) if isinstance(pos, nn.Embedding) else pos.reshape(-1, x.shape[-1])[:T])
-    for b in lay['body']:
+    for b in lay['body'] if o['body'] else []:
         x = out_of(b(x))
     x = lay['final'](x) if lay['final'] is not None and o['final'] else x
     return lay['head'](x) if lay['head'] is not None else x @ lay['tok'].weight.T # (B,T,vocab_size)
@@ -174,7 +174,7 @@ LECTURES = {
     'fused attention': (fused, dict(ATTENTION_DEFAULTS, split='heads', merge='heads', proj=True)),
     'FeedForward': (ffwd, dict(act='relu')),
     'Block': (block, dict(residual='both', norm='pre', swap=False)),
-    'the model': (model, dict(positions='table', final=True)),
+    'the model': (model, dict(positions='table', final=True, body=True)),
     'LayerNorm': (layernorm, dict(var='biased', rms=False, dim=-1)),
 }
 
@@ -368,6 +368,7 @@ ATTENTION = [
     ('mask', 'after', 'mistake', 'the mask applied after the softmax'),
     ('mask', 'zero', 'mistake', 'the future filled with 0, not -inf, before the softmax'),
     ('dim', -2, 'mistake', 'the softmax over the wrong dimension (dim=1, not -1)'),
+    ('dim', 0, 'mistake', 'the softmax over the batch (dim=0), not over the keys (dim=-1)'),
     ('kq', True, 'mistake', 'k @ q^T for q @ k^T'),
     ('values', False, 'mistake', 'x itself aggregated, not value(x)'),
     ('rotary', 'pairs', 'variant', 'rotary position embeddings (RoPE) on q and k; the lecture adds a position table'),
@@ -398,7 +399,8 @@ CATALOGUE = {
     'the model': [
         ('positions', 'none', 'mistake', 'no position embedding'),
         ('positions', 'tokens', 'mistake', 'the position table looked up with idx, not with torch.arange(T)'),
-        ('final', False, 'mistake', 'no final LayerNorm (ln_f) before lm_head')],
+        ('final', False, 'mistake', 'no final LayerNorm (ln_f) before lm_head'),
+        ('body', False, 'mistake', 'the blocks never applied between the embeddings and lm_head')],
     'LayerNorm': [
         ('var', 'unbiased', 'variant', "the unbiased variance (x.var()), where nn.LayerNorm's is biased"),
         ('rms', True, 'variant', 'RMSNorm: no mean subtracted'),

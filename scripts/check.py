@@ -192,7 +192,9 @@ def import_(node, names, where, notes):
 def run_selected(tree, names, where, notes):
     """Run a module's imports, definitions and settings, in order."""
     for node in tree.body:
-        if isinstance(node, ast.Try): # try: import tqdm except ImportError: ...
+        guard = isinstance(node, ast.If) and {'__name__', '__main__'} <= {getattr(n, 'id', getattr(n, 'value', None))
+                                                                        for n in ast.walk(node.test)}
+        if isinstance(node, ast.Try) or guard: # try: import tqdm ...; if __name__ == '__main__': n_embd = ...
             run_selected(ast.Module(node.body, []), names, where, notes)
         elif isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             try:
@@ -339,9 +341,10 @@ def message(e):
 
 def logits_of(m, idx):
     """(B,T,vocab) logits of a model; with targets where it gives fewer without (nanoGPT: the last position's)."""
-    out = out_of(m(idx))
+    takes = [p for p in inspect.signature(m.forward).parameters.values() if p.kind != p.VAR_KEYWORD]
+    out = out_of(m(idx) if len(takes) < 2 or takes[1].default is not takes[1].empty else m(idx, idx))
     full = lambda out: isinstance(out, torch.Tensor) and out.numel() == idx.numel() * vocab(m)
-    if not full(out) and len(inspect.signature(m.forward).parameters) >= 2:
+    if not full(out) and len(takes) >= 2:
         out = out_of(m(idx, idx))
     return out.view(*idx.shape, -1) if full(out) else out
 

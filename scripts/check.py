@@ -202,8 +202,11 @@ def run_selected(tree, names, where, notes):
                     run([node], where, names)
             except Exception as e:
                 lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == where]
-                raise CantCheck(f"{where}, line {(lines or [node.lineno])[-1]}: running it raised "
-                                f"{type(e).__name__}: {' '.join(str(e).split())}") from None
+                said = f"{where}, line {(lines or [node.lineno])[-1]}: running it raised {type(e).__name__}: " \
+                       f"{' '.join(str(e).split())}"
+                if ', cell ' not in where: # a notebook's cell that failed goes on; a file can't
+                    raise CantCheck(said) from None
+                notes.setdefault('unread', []).append(said)
         elif not isinstance(node, ast.Expr) and is_setting(node, names):
             try:
                 run([node], where, names)

@@ -154,3 +154,14 @@ def test_the_readmes_example_is_what_a_run_prints():
     with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
         shown = f.read().split('## Check your own code\n')[1].split('```\n', 2)[1]
     assert shown == run_here('scripts/check.py', os.path.join(LEARNERS, 'two_mistakes.py')).stdout
+
+
+def test_a_notebook_cell_whose_definition_fails_is_left_out_with_a_note(tmp_path):
+    """In a notebook, as when it ran: a cell that raised is passed over, and the later cells checked."""
+    with open(RENAMED, encoding='utf-8') as f:
+        cells = [{'cell_type': 'code', 'source': ['import torch\n', 'class Broken(torch.nn.Module):\n', '    x = 1 / 0\n']},
+                 {'cell_type': 'code', 'source': f.read().splitlines(keepends=True)}]
+    (tmp_path / 'mine.ipynb').write_text(json.dumps({'cells': cells}))
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.ipynb'))
+    assert r.returncode == 0 and r.stdout.startswith(f"note: left out: {tmp_path / 'mine.ipynb'}, cell 1, line 3: "
+                                                      "running it raised ZeroDivisionError: division by zero\n"), r.stdout

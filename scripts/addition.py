@@ -129,18 +129,23 @@ def greedy(model, idx, new_tokens):
 
 def answers(model, seq, prompt_length, device, chunk=500):
     """Greedy decoding from each prompt of seq (B, T): the (B, T) problems as the model writes them.
-    Where every token of a problem after its prompt is the model's most likely next token given the
-    tokens before it, greedy decoding writes that problem as it is: one forward pass checks them
-    all, and only the others are decoded token by token."""
+    Greedy decoding writes a problem as it is up to the first token after its prompt that is not the
+    model's most likely next token given the tokens before it: one forward pass finds that token in
+    every problem, and each problem is decoded token by token from there on (none is, if it has none)."""
     model.eval()
     with torch.no_grad():
-        follows = torch.cat([(model(seq[i:i + chunk, :-1].to(device))[0].argmax(-1).cpu()
-                              == seq[i:i + chunk, 1:])[:, prompt_length - 1:].all(dim=1)
-                             for i in range(0, len(seq), chunk)])
-    out, rest = seq.clone(), (~follows).nonzero()[:, 0]
-    for i in range(0, len(rest), chunk):
-        todo = rest[i:i + chunk]
-        out[todo] = greedy(model, seq[todo, :prompt_length].to(device), seq.shape[1] - prompt_length).cpu()
+        likeliest = torch.cat([model(seq[i:i + chunk, :-1].to(device))[0].argmax(-1).cpu()
+                               for i in range(0, len(seq), chunk)]) # at t, the model's guess of token t+1
+    off = likeliest != seq[:, 1:]
+    off[:, :prompt_length - 1] = False
+    first = torch.where(off.any(dim=1), off.int().argmax(dim=1), -1) # where greedy decoding leaves seq
+    out = seq.clone()
+    for t in first.unique().tolist():
+        rows = (first == t).nonzero()[:, 0]
+        for i in range(0, len(rows) if t >= 0 else 0, chunk):
+            todo = rows[i:i + chunk]
+            start = torch.cat([seq[todo, :t + 1], likeliest[todo, t:t + 1]], dim=1)
+            out[todo] = greedy(model, start.to(device), seq.shape[1] - t - 2).cpu()
     model.train()
     return out
 
@@ -157,11 +162,11 @@ def exact_match(model, seq, prompt_length, device, chunk=500, scored_from=None):
     return solved(out, seq, scored_from or prompt_length).sum().item() / len(seq)
 
 
-def training_options(p, n_layer, lr, max_steps_help, target_help):
+def training_options(p, n_layer, lr, max_steps_help, target_help, max_seconds_help='default: no limit'):
     """The options of a training run, shared with scripts/calculator.py."""
     p.add_argument('--max_steps', type=int, default=None, help=max_steps_help)
     p.add_argument('--max_seconds', type=float, default=None,
-                   help='stop after this many seconds of training (default: no limit)')
+                   help=f'stop after this many seconds of training ({max_seconds_help})')
     p.add_argument('--decay_by_clock', action='store_true',
                    help='with --max_seconds: the learning rate decays as the clock runs as well as the steps, '
                         'so it reaches its end by max_seconds on any machine (the losses differ run to run)')

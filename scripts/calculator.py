@@ -43,7 +43,8 @@ either. The prompt is masked out of the loss (target -1, ignore_index), as in ad
 is scored per operation by greedy decoding, as exact match of the answer (not the work before
 it: the answer is what a calculator is for), on 1,000 held-out problems of n-digit operands
 (fewer where there are not so many) never seen in training. Training stops once every operation
-reaches --target (by default at most 1,750 steps for 2 digits: about 7 minutes on a 2-core EPYC).
+reaches --target or, for 2 digits, its 550 s of training are up, the learning rate decaying by the
+clock (so the steps vary with the machine's speed; --max_steps N alone gives a run that repeats).
 At the end it shows, per operation, the first held-out problem as the model writes it, and the
 first three it gets wrong, if any, and saves the model (--out).
 
@@ -246,8 +247,9 @@ def parse_args(argv):
     p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
                    help='answer these problems with the saved model, e.g. --ask "57/42" "12*34"; '
                         'with none, one a line from standard input')
-    addition.training_options(p, n_layer=3, lr=1e-3, max_steps_help='default: 1000 for 1 digit, 1750 for 2, '
+    addition.training_options(p, n_layer=3, lr=1e-3, max_steps_help='default: 1000 for 1 digit, 3000 for 2, '
                                                                      '2200 per digit after the first beyond',
+                              max_seconds_help='default: 550 and --decay_by_clock for 2 digits without --max_steps',
                               target_help='stop once every operation reaches this held-out exact match, '
                                           'at most 1 (default: %(default)s)')
     p.set_defaults(target=0.995)
@@ -259,11 +261,12 @@ def parse_args(argv):
     addition.check_training_options(p, args)
     if args.batch_size < len(args.ops):
         p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
+    if args.digits == 2 and args.max_steps is None and args.max_seconds is None: # 10 minutes in all
+        args.max_seconds, args.decay_by_clock = 550, True
     if args.max_steps is None:
-        args.max_steps = {1: 1000, 2: 1750}.get(args.digits, 2200 * (args.digits - 1))
-    if args.shares is None:
-        args.shares = [2 if op == '/' else 1 for op in args.ops]
-    if args.shares is not None and (len(args.shares) != len(args.ops) or min(args.shares) <= 0):
+        args.max_steps = {1: 1000, 2: 3000}.get(args.digits, 2200 * (args.digits - 1))
+    args.shares = args.shares or [2 if op == '/' else 1 for op in args.ops]
+    if len(args.shares) != len(args.ops) or min(args.shares) <= 0:
         p.error(f"--shares takes a share above 0 for each of --ops {args.ops!r}, got {args.shares}")
     if not 0 <= args.tight < 1:
         p.error(f"--tight must be at least 0 and below 1, got {args.tight}")
@@ -294,8 +297,7 @@ def load(path, device):
         common.fail(f"{path} is not a readable model of calculator.py ({type(e).__name__})")
     if not isinstance(ckpt, dict) or not {'model', 'digits', 'ops', 'cot', 'config'} <= ckpt.keys():
         common.fail(f"{path} is not a model of calculator.py")
-    for key, value in ckpt['config'].items():
-        setattr(gpt, key, value)
+    vars(gpt).update(ckpt['config']) # n_layer, n_head, n_embd, block_size
     gpt.dropout, gpt.fast_attention = 0.0, True
     model = gpt.GPTLanguageModel(len(VOCAB))
     model.load_state_dict(ckpt['model'])
@@ -358,17 +360,16 @@ def main(argv):
     held = {op: problems.held_out_tensors(op) for op in args.ops}
     print(f"{args.digits}-digit operands, {' '.join(args.ops)}; e.g. "
           + ', '.join(decode(seq[0].tolist()) for seq in held.values()))
-    print(f"{sum(p.numel() for p in model.parameters()):,} parameters; "
-          f"{sum(map(len, held.values()))} held-out problems; up to {args.max_steps} steps of {args.batch_size}")
+    print(f"{sum(p.numel() for p in model.parameters()):,} parameters; {sum(map(len, held.values()))} held-out "
+          f"problems; up to {args.max_steps} steps of {args.batch_size}"
+          + (f" or {args.max_seconds:g} s of training" if args.max_seconds else ''))
 
     def batch_loss():
         losses = [addition.masked_loss(model(xb.to(args.device))[0], yb.to(args.device))
                   for xb, yb in problems.batch(args.batch_size)]
         return sum(losses) / len(losses) # each operation counts the same
 
-    # per operation, from the last evaluation: the held-out problems as the model wrote them, and
-    # which of them it got right (shown at the end, not decoded again)
-    written, right = {}, {}
+    written, right = {}, {} # per operation, from the last evaluation (shown at the end, not decoded again)
 
     def evaluate():
         for op, seq in held.items():

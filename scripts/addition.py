@@ -140,9 +140,9 @@ def answers(model, seq, prompt_length, device, chunk=500):
     off[:, :prompt_length - 1] = False
     first = torch.where(off.any(dim=1), off.int().argmax(dim=1), -1) # where greedy decoding leaves seq
     out = seq.clone()
-    for t in first.unique().tolist():
+    for t in first[first >= 0].unique().tolist():
         rows = (first == t).nonzero()[:, 0]
-        for i in range(0, len(rows) if t >= 0 else 0, chunk):
+        for i in range(0, len(rows), chunk):
             todo = rows[i:i + chunk]
             start = torch.cat([seq[todo, :t + 1], likeliest[todo, t:t + 1]], dim=1)
             out[todo] = greedy(model, start.to(device), seq.shape[1] - t - 2).cpu()

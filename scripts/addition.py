@@ -162,7 +162,8 @@ def exact_match(model, seq, prompt_length, device, chunk=500, scored_from=None):
     return solved(out, seq, scored_from or prompt_length).sum().item() / len(seq)
 
 
-def training_options(p, n_layer, lr, max_steps_help, target_help, max_seconds_help='default: no limit'):
+def training_options(p, n_layer, lr, max_steps_help, target_help, max_seconds_help='default: no limit',
+                     n_layer_help='default: %(default)s'):
     """The options of a training run, shared with scripts/calculator.py."""
     p.add_argument('--max_steps', type=int, default=None, help=max_steps_help)
     p.add_argument('--max_seconds', type=float, default=None,
@@ -174,7 +175,7 @@ def training_options(p, n_layer, lr, max_steps_help, target_help, max_seconds_he
     p.add_argument('--eval_every', type=int, default=250,
                    help='steps between held-out evaluations (default: %(default)s)')
     p.add_argument('--batch_size', type=int, default=256, help='default: %(default)s')
-    p.add_argument('--n_layer', type=int, default=n_layer, help='default: %(default)s')
+    p.add_argument('--n_layer', type=int, default=n_layer, help=n_layer_help)
     p.add_argument('--n_head', type=int, default=4, help='default: %(default)s')
     p.add_argument('--n_embd', type=int, default=128, help='default: %(default)s')
     p.add_argument('--lr', type=float, default=lr,

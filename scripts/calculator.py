@@ -43,7 +43,7 @@ either. The prompt is masked out of the loss (target -1, ignore_index), as in ad
 is scored per operation by greedy decoding, as exact match of the answer (not the work before
 it: the answer is what a calculator is for), on 1,000 held-out problems of n-digit operands
 (fewer where there are not so many) never seen in training. Training stops once every operation
-reaches --target or, for 2 digits, its 550 s of training are up, the learning rate decaying by the
+reaches --target or, for 2 digits, its 570 s of training are up, the learning rate decaying by the
 clock (so the steps vary with the machine's speed; --max_steps N alone gives a run that repeats).
 At the end it shows, per operation, the first held-out problem as the model writes it, and the
 first three it gets wrong, if any, and saves the model (--out).
@@ -247,11 +247,10 @@ def parse_args(argv):
     p.add_argument('--ask', nargs='*', metavar='PROBLEM', default=None,
                    help='answer these problems with the saved model, e.g. --ask "57/42" "12*34"; '
                         'with none, one a line from standard input')
-    addition.training_options(p, n_layer=3, lr=1e-3, max_steps_help='default: 1000 for 1 digit, 3000 for 2, '
-                                                                     '2200 per digit after the first beyond',
-                              max_seconds_help='default: 550 and --decay_by_clock for 2 digits without --max_steps',
-                              target_help='stop once every operation reaches this held-out exact match, '
-                                          'at most 1 (default: %(default)s)')
+    addition.training_options(p, n_layer=None, lr=1e-3, n_layer_help='default: 2 for 2 digits, 3 otherwise',
+                              max_steps_help='default: 1000 for 1 digit, 4000 for 2, 2200 x (digits - 1) beyond',
+                              max_seconds_help='default: 570 and --decay_by_clock for 2 digits without --max_steps',
+                              target_help='stop once each operation has this held-out exact match (default: %(default)s)')
     p.set_defaults(target=0.995)
     args = p.parse_args(argv)
     if not 1 <= args.digits <= 9:
@@ -262,9 +261,10 @@ def parse_args(argv):
     if args.batch_size < len(args.ops):
         p.error(f'--batch_size must be at least one problem per operation, got {args.batch_size}')
     if args.digits == 2 and args.max_steps is None and args.max_seconds is None: # 10 minutes in all
-        args.max_seconds, args.decay_by_clock = 550, True
+        args.max_seconds, args.decay_by_clock = 570, True
+    args.n_layer = args.n_layer or (2 if args.digits == 2 else 3)
     if args.max_steps is None:
-        args.max_steps = {1: 1000, 2: 3000}.get(args.digits, 2200 * (args.digits - 1))
+        args.max_steps = {1: 1000, 2: 4000}.get(args.digits, 2200 * (args.digits - 1))
     args.shares = args.shares or [2 if op == '/' else 1 for op in args.ops]
     if len(args.shares) != len(args.ops) or min(args.shares) <= 0:
         p.error(f"--shares takes a share above 0 for each of --ops {args.ops!r}, got {args.shares}")

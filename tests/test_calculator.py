@@ -300,14 +300,15 @@ def test_small_draws_one_digit_divisors_for_training_divisions_only():
 
 def test_the_work_is_on_by_default_and_no_cot_turns_it_off():
     assert calculator.parse_args([]).cot and not calculator.parse_args(['--no-cot']).cot
-    assert calculator.parse_args([]).max_steps == 3000 and calculator.parse_args(['--digits', '3']).max_steps == 4400
+    assert calculator.parse_args([]).max_steps == 4000 and calculator.parse_args(['--digits', '3']).max_steps == 4400
 
 
-def test_two_digits_spend_a_550_s_budget_by_default_and_max_steps_alone_gives_a_run_that_repeats():
+def test_two_digits_spend_a_570_s_budget_on_2_layers_by_default_and_max_steps_alone_gives_a_run_that_repeats():
     default = calculator.parse_args([])
-    assert (default.max_seconds, default.decay_by_clock) == (550, True)
+    assert (default.max_seconds, default.decay_by_clock, default.n_layer) == (570, True, 2)
+    assert calculator.parse_args(['--digits', '3']).n_layer == 3 == calculator.parse_args(['--n_layer', '3']).n_layer
     for argv in (['--max_steps', '1750'], ['--digits', '3'], ['--digits', '1']):
         args = calculator.parse_args(argv)
         assert args.max_seconds is None and not args.decay_by_clock, argv
     given = calculator.parse_args(['--max_seconds', '300'])
-    assert (given.max_seconds, given.decay_by_clock, given.max_steps) == (300, False, 3000)
+    assert (given.max_seconds, given.decay_by_clock, given.max_steps) == (300, False, 4000)

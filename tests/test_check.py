@@ -15,8 +15,9 @@ SMALL = [('block_size = 256', 'block_size = 16'), ('n_embd = 384', 'n_embd = 32'
 
 
 def parts(stdout):
-    """{part: what the checker says of it}, from its lines but the notes and the summary."""
-    return {line.split()[0]: line.split(None, 1)[1] for line in stdout.splitlines()[:-1] if not line.startswith('note:')}
+    """{part: what the checker says of it}, from its lines but the notes, the mistakes of no part and the summary."""
+    return {line.split()[0]: line.split(None, 1)[1] for line in stdout.splitlines()[:-1]
+            if not line.startswith(('note:', 'mistake:'))}
 
 
 def check(tmp_path, text, name='mine.py'):
@@ -51,54 +52,70 @@ def test_our_own_scripts_match(script):
                                          '1 of 1 parts match the lecture at stage 1 (bigram, 22:11)')
 
 
-MISTAKES = [ # (the part, the change, what the checker says)
+MISTAKES = [ # (the part, the change, what the checker says, the line it cites: the first holding this)
     ('Head', [('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', 'wei = q @ k.transpose(-2,-1)')],
-     'the 1/sqrt(head_size) scale is missing'),
-    ('Head', [('        wei = wei.masked_fill(self.tril[:T, :T] == 0, float(\'-inf\'))\n', '')], 'no causal mask'),
+     'the 1/sqrt(head_size) scale is missing', 'wei = q @ k'),
+    ('Head', [('        wei = wei.masked_fill(self.tril[:T, :T] == 0, float(\'-inf\'))\n', '')],
+     'no causal mask: nothing hides the future before the softmax', 'wei = F.softmax'),
     ('Head', [('        wei = wei.masked_fill(self.tril[:T, :T] == 0, float(\'-inf\'))\n        wei = F.softmax(wei, dim=-1)\n',
                '        wei = F.softmax(wei, dim=-1)\n        wei = wei.masked_fill(self.tril[:T, :T] == 0, 0)\n')],
-     'the mask applied after the softmax'),
-    ('Head', [('wei = F.softmax(wei, dim=-1)', 'wei = F.softmax(wei, dim=1)')], 'the softmax over the wrong dimension'),
-    ('Head', [('wei = q @ k.transpose(-2,-1)', 'wei = k @ q.transpose(-2,-1)')], 'k @ q^T for q @ k^T'),
-    ('Head', [('out = wei @ v', 'out = wei @ x')], 'x itself aggregated, not value(x)'),
+     'the mask applied after the softmax', 'wei = wei.masked_fill'),
+    ('Head', [('wei = F.softmax(wei, dim=-1)', 'wei = F.softmax(wei, dim=1)')],
+     'softmax over dim=1 (the queries); over the keys it is dim=-1', 'wei = F.softmax'),
+    ('Head', [('wei = q @ k.transpose(-2,-1)', 'wei = k @ q.transpose(-2,-1)')], 'k @ q^T for q @ k^T', 'wei = k @ q'),
+    ('Head', [('out = wei @ v', 'out = wei @ x')], 'x itself aggregated, not value(x)', 'out = wei @ x'),
     ('MultiHeadAttention', [('        self.proj = nn.Linear(head_size * num_heads, n_embd)\n', ''),
-                            ('self.dropout(self.proj(out))', 'self.dropout(out)')], 'no proj after the heads'),
-    ('MultiHeadAttention', [('self.dropout(self.proj(out))', 'self.dropout(out)')], 'no proj after the heads'),
-    ('FeedFoward', [('            nn.ReLU(),\n', '')], 'no ReLU between the two Linear layers'),
-    ('FeedFoward', [('nn.ReLU(),', 'nn.Identity(),')], 'no ReLU between the two Linear layers'),
+                            ('self.dropout(self.proj(out))', 'self.dropout(out)')], 'no proj after the heads',
+     'out = torch.cat'),
+    ('MultiHeadAttention', [('self.dropout(self.proj(out))', 'self.dropout(out)')], 'no proj after the heads',
+     'out = torch.cat'),
+    ('FeedFoward', [('            nn.ReLU(),\n', '')], 'no ReLU between the two Linear layers', 'nn.Linear(n_embd, 4'),
+    ('FeedFoward', [('nn.ReLU(),', 'nn.Identity(),')], 'no ReLU between the two Linear layers', 'nn.Linear(n_embd, 4'),
     ('FeedFoward', [('nn.Linear(n_embd, 4 * n_embd)', 'nn.Linear(n_embd, n_embd)'),
-                    ('nn.Linear(4 * n_embd, n_embd)', 'nn.Linear(n_embd, n_embd)')], 'not 4x wider inside'),
+                    ('nn.Linear(4 * n_embd, n_embd)', 'nn.Linear(n_embd, n_embd)')], 'not 4x wider inside',
+     'nn.Linear(n_embd, n_embd),'),
     ('Block', [('x = x + self.sa(self.ln1(x))', 'x = self.sa(self.ln1(x))'),
-               ('x = x + self.ffwd(self.ln2(x))', 'x = self.ffwd(self.ln2(x))')], 'no residual connections'),
+               ('x = x + self.ffwd(self.ln2(x))', 'x = self.ffwd(self.ln2(x))')], 'no residual connections',
+     'x = self.sa('),
     ('Block', [('x = x + self.sa(self.ln1(x))', 'x = self.ln1(x + self.sa(x))'),
-               ('x = x + self.ffwd(self.ln2(x))', 'x = self.ln2(x + self.ffwd(x))')], 'post-norm'),
+               ('x = x + self.ffwd(self.ln2(x))', 'x = self.ln2(x + self.ffwd(x))')], 'post-norm', 'x = self.ln1('),
     ('Block', [('        x = x + self.sa(self.ln1(x))\n        x = x + self.ffwd(self.ln2(x))\n',
                 '        x = x + self.ffwd(self.ln2(x))\n        x = x + self.sa(self.ln1(x))\n')],
-     'the feed-forward before the attention'),
+     'the feed-forward before the attention', 'x = x + self.ffwd'),
     ('BigramLanguageModel', [('        self.ln_f = nn.LayerNorm(n_embd)\n', ''), ('        x = self.ln_f(x)\n', '')],
-     'no final LayerNorm (ln_f) before lm_head'),
-    ('BigramLanguageModel', [('        x = self.ln_f(x)\n', '')], 'no final LayerNorm (ln_f) before lm_head'),
-    ('BigramLanguageModel', [('x = tok_emb + pos_emb', 'x = tok_emb')], 'no position embedding'),
+     'no final LayerNorm (ln_f) before lm_head', 'logits = self.lm_head'),
+    ('BigramLanguageModel', [('        x = self.ln_f(x)\n', '')], 'no final LayerNorm (ln_f) before lm_head',
+     'logits = self.lm_head'),
+    ('BigramLanguageModel', [('x = tok_emb + pos_emb', 'x = tok_emb')], 'no position embedding', 'tok_emb = self.'),
     ('BigramLanguageModel', [('        self.position_embedding_table = nn.Embedding(block_size, n_embd)\n', ''),
                              ('        pos_emb = self.position_embedding_table(torch.arange(T, device=device))\n', ''),
-                             ('x = tok_emb + pos_emb', 'x = tok_emb')], 'no position embedding'),
+                             ('x = tok_emb + pos_emb', 'x = tok_emb')], 'no position embedding', 'tok_emb = self.'),
 ]
 
 
-@pytest.mark.parametrize('part, changes, named', MISTAKES, ids=[f'{p}: {n}' for p, _, n in MISTAKES])
-def test_each_mistake_is_flagged_in_its_part_and_named(part, changes, named, tmp_path):
-    r, lines = check(tmp_path, edited(*changes))
+def cited(text, marker):
+    """Where the checker says a mistake is: 'line N', N the first line of text that holds marker."""
+    return f"line {text[:text.index(marker)].count(chr(10)) + 1}"
+
+
+@pytest.mark.parametrize('part, changes, named, at', MISTAKES, ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES])
+def test_each_mistake_is_flagged_in_its_part_and_named_at_its_line(part, changes, named, at, tmp_path):
+    text = edited(*changes)
+    r, lines = check(tmp_path, text)
     assert r.returncode == 1 and r.stderr == '', r.stderr
-    assert lines[part].startswith(f'differs: likely {named}'), r.stdout
-    assert part in r.stdout.splitlines()[-1] # the summary points at it
-    parts = list(lines)
-    for earlier in parts[:parts.index(part)]: # the parts before it are right
-        assert lines[earlier].startswith('matches'), r.stdout
+    assert lines[part].startswith('differs: ') and f"{cited(text, at)}: {named}" in lines[part], r.stdout
+    assert r.stdout.splitlines()[-1].endswith(f"look at {part}") # the summary points at it, and only at it
+    assert sum(line.startswith('matches') for line in lines.values()) == len(lines) - 1
 
 
-def test_a_mistake_that_breaks_causality_fails_the_models_checks_too(tmp_path):
+def test_a_mistake_in_a_head_is_named_in_the_head_not_in_the_model_that_holds_it(tmp_path):
+    """Without the mask the model's future talks to its past, but the cause is the Head: the model is checked
+    with its Head computed as the lecture's, and matches; the count agrees with the lines."""
     r, lines = check(tmp_path, edited(('        wei = wei.masked_fill(self.tril[:T, :T] == 0, float(\'-inf\'))\n', '')))
-    assert 'a future token changes an earlier output' in lines['BigramLanguageModel']
+    assert lines['Head'].startswith('differs: ') and 'future' in lines['Head']
+    assert lines['BigramLanguageModel'].startswith('matches; with Head as the lecture computes it, the past never '
+                                                   'hears the future'), r.stdout
+    assert r.stdout.splitlines()[-1] == '4 of 5 parts match gpt.py; look at Head'
 
 
 @pytest.mark.parametrize('changes, said', [
@@ -118,7 +135,7 @@ def test_a_layer_by_another_name_is_found_by_its_role(tmp_path):
     r, lines = check(tmp_path, edited(('self.value = nn', 'self.val = nn'), ('v = self.value(x)', 'v = self.val(x)')))
     assert r.returncode == 0 and lines['Head'] == 'matches', r.stdout
     r, lines = check(tmp_path, edited(('self.value = nn', 'self.val = nn'), ('v = self.value(x)', 'v = x')))
-    assert lines['Head'] == "differs: likely x itself aggregated, not value(x); your `val` is defined but never used"
+    assert lines['Head'] == "differs: line 80: x itself aggregated, not value(x); your `val` is defined but never used"
 
 
 def test_a_notebook_is_its_code_cells_in_order_and_the_last_definition_counts(tmp_path):
@@ -133,10 +150,11 @@ def test_a_notebook_is_its_code_cells_in_order_and_the_last_definition_counts(tm
              code(wrong[wrong.index('class Head'):wrong.index('class MultiHeadAttention')]),
              code(right)]
     r, lines = check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
-    assert r.returncode == 0 and r.stdout == check(tmp_path, right)[0].stdout # as the script checks
+    script = check(tmp_path, right)[0].stdout # as the script checks, its model built in cell 5
+    assert r.returncode == 0 and r.stdout == script.replace('as line ', 'as cell 5, line '), r.stdout
     del cells[4] # the first Head is the last one now
     r, lines = check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
-    assert lines['Head'].startswith('differs: likely the 1/sqrt(head_size) scale is missing'), r.stdout
+    assert lines['Head'].startswith('differs: cell 4, line 16: the 1/sqrt(head_size) scale is missing'), r.stdout
     cells[3] = code('x = (\n') # a cell that never ran: the rest is checked
     cells += [code('%%bash\necho not python\n'), code('torch.tril?\n%%time\n'), code(right)]
     r, lines = check(tmp_path, json.dumps({'cells': cells}), 'mine.ipynb')
@@ -162,13 +180,25 @@ def test_a_file_it_cannot_check_is_one_line(name, text, said, tmp_path):
     assert r.stderr.count('\n') == 1
 
 
-def test_a_part_it_cannot_build_or_find_is_one_line(tmp_path):
+@pytest.mark.parametrize('old, new, named', [
+    ('    def __init__(self, head_size):', '    def _init_(self, head_size):', '`def _init_` in Head is not `def __init__`'),
+    ('    def forward(self, x):\n        return self.net(x)', '    def foward(self, x):\n        return self.net(x)',
+     '`def foward` in FeedFoward is not `def forward`')])
+def test_a_method_pytorch_never_calls_is_a_mistake_named_at_its_def(old, new, named, tmp_path):
+    text = edited((old, new))
+    r, _ = check(tmp_path, text)
+    assert r.returncode == 1 and f"mistake: {cited(text, new)}: {named}, so it never runs\n" in r.stdout, r.stdout
+    assert r.stdout.endswith('; and 1 mistake above\n') and 'mistake:' not in check(tmp_path, edited())[0].stdout
+
+
+def test_a_part_whose_own_code_fails_to_build_is_named_and_the_parts_that_hold_it_are_not_blamed(tmp_path):
     text = edited(('    def __init__(self, n_embd, n_head):\n        super().__init__()\n        head_size = n_embd // n_head\n',
                    '    def __init__(self, n_embd, n_head):\n        super().__init__()\n        head_size = n_embd // 0\n'))
     r, lines = check(tmp_path, text)
-    line = text[:text.index('n_embd // 0')].count('\n') + 1
-    assert r.returncode == 2 and lines['Head'] == 'matches', r.stdout
-    assert lines['Block'] == (f"can't build Block(n_embd=32, n_head=4): mine.py, line {line}: ZeroDivisionError: "
-                              "integer division or modulo by zero")
+    assert r.returncode == 1 and lines['Head'] == 'matches', r.stdout
+    assert lines['Block'] == (f"can't build Block(n_embd=32, n_head=4): mine.py, {cited(text, 'n_embd // 0')}: "
+                              "ZeroDivisionError: integer division or modulo by zero")
+    assert lines['BigramLanguageModel'] == 'not checked: building it builds Block, which raised (its line says where)'
+    assert r.stdout.splitlines()[-1] == '3 of 4 parts match gpt.py; look at Block' # what wasn't checked isn't counted
     r, lines = check(tmp_path, LECTURE[:LECTURE.index('class Block')]) # the script as far as FeedFoward
     assert list(lines) == ['Head', 'MultiHeadAttention', 'FeedFoward'] and r.returncode == 0, r.stdout

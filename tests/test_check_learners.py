@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_here
-from test_check import parts
+from test_check import cited, parts
 
 LEARNERS = os.path.join(ROOT, 'tests', 'fixtures', 'learners')
 FILES = sorted(os.path.relpath(os.path.join(d, f), LEARNERS) for d, _, files in os.walk(LEARNERS) for f in files
@@ -23,10 +23,11 @@ def expected(path):
         text = f.read()
     if path.endswith('.ipynb'):
         text = ''.join(line for cell in json.loads(text)['cells'] for line in cell['source'])
-    said = re.findall(r'^# expect( exit| note| summary)?: (.*)$', text, re.M)
+    said = re.findall(r'^# expect( exit| note| mistake| summary)?: (.*)$', text, re.M)
     lines = {rest.split()[0]: rest.split(None, 1)[1] for kind, rest in said if not kind}
     pick = lambda k: [rest for kind, rest in said if kind == k]
-    return int(pick(' exit')[0]), lines, pick(' note'), pick(' summary')
+    return int(pick(' exit')[0]), lines, [f'note: {n}' for n in pick(' note')] + [
+        f'mistake: {m}' for m in pick(' mistake')], pick(' summary')
 
 
 def test_the_corpus_covers_every_kind_of_variation():
@@ -50,80 +51,90 @@ def test_each_learners_file_gets_its_verdict(name):
     if code == 0:
         assert all(line.startswith('matches') for line in found.values()), r.stdout
     for note in notes:
-        assert any(line.startswith(f'note: {note}') for line in r.stdout.splitlines()), r.stdout
+        assert any(line.startswith(note) for line in r.stdout.splitlines()), r.stdout
     for line in summary:
         assert r.stdout.splitlines()[-1].startswith(line), r.stdout
     assert not {'learner', 'model', 'config', 'layers', 'utils', 'einops', 'tqdm'} & (set(sys.modules) - modules)
 
 
 RENAMED = os.path.join(LEARNERS, 'renamed_layers.py')
-MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says)
-    ('SelfAttentionHead', [(' / self.wk.out_features ** 0.5', '')], 'the 1/sqrt(head_size) scale is missing'),
+MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says, the line it cites: the first with this)
+    ('SelfAttentionHead', [(' / self.wk.out_features ** 0.5', '')], 'the 1/sqrt(head_size) scale is missing',
+     'scores = self.wq'),
     ('SelfAttentionHead', [("        scores = scores.masked_fill(~self.causal[:T, :T], float('-inf'))\n", '')],
-     'no causal mask'),
-    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(1)')], 'the softmax over the wrong dimension'),
-    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(0)')], 'the softmax over the batch'),
-    ('SelfAttentionHead', [('self.wq(x) @ self.wk(x)', 'self.wk(x) @ self.wq(x)')], 'k @ q^T for q @ k^T'),
-    ('SelfAttentionHead', [('@ self.wv(x)', '@ x')], 'x itself aggregated, not value(x)'),
-    ('Attention', [('return self.drop(self.out(torch.cat', 'return self.drop((torch.cat')], 'no proj after the heads'),
-    ('MLP', [('self.fc2(F.relu(self.fc1(x)))', 'self.fc2(self.fc1(x))')], 'no ReLU between the two Linear layers'),
+     'no causal mask', 'scores.softmax'),
+    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(1)')], 'softmax over dim=1 (the queries)',
+     'scores.softmax'),
+    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(0)')], 'softmax over dim=0 (the batch)',
+     'scores.softmax'),
+    ('SelfAttentionHead', [('self.wq(x) @ self.wk(x)', 'self.wk(x) @ self.wq(x)')], 'k @ q^T for q @ k^T',
+     'scores = self.wk'),
+    ('SelfAttentionHead', [('@ self.wv(x)', '@ x')], 'x itself aggregated, not value(x)', '.softmax(-1)) @ x'),
+    ('Attention', [('return self.drop(self.out(torch.cat', 'return self.drop((torch.cat')], 'no proj after the heads',
+     'return self.drop((torch.cat'),
+    ('MLP', [('self.fc2(F.relu(self.fc1(x)))', 'self.fc2(self.fc1(x))')], 'no ReLU between the two Linear layers',
+     'self.fc1 = '),
     ('MLP', [('4 * d_model)', '2 * d_model)'), ('(4 * d_model, d_model)', '(2 * d_model, d_model)')],
-     'not 4x wider inside'),
+     'not 4x wider inside', 'self.fc1 = '),
     ('DecoderBlock', [('x = x + self.attn(self.norm1(x))', 'x = self.attn(self.norm1(x))'),
-                      ('x = x + self.mlp(self.norm2(x))', 'x = self.mlp(self.norm2(x))')], 'no residual connections'),
+                      ('x = x + self.mlp(self.norm2(x))', 'x = self.mlp(self.norm2(x))')], 'no residual connections',
+     'x = self.attn('),
     ('DecoderBlock', [('x = x + self.attn(self.norm1(x))', 'x = self.norm1(x + self.attn(x))'),
-                      ('x = x + self.mlp(self.norm2(x))', 'x = self.norm2(x + self.mlp(x))')], 'post-norm'),
+                      ('x = x + self.mlp(self.norm2(x))', 'x = self.norm2(x + self.mlp(x))')], 'post-norm',
+     'x = self.norm1('),
     ('DecoderBlock', [('x = x + self.mlp(self.norm2(x))', 'x = x + self.mlp(self.norm1(x))')],
-     'one LayerNorm before both parts'),
+     'one LayerNorm before both parts', 'x = x + self.mlp('),
     ('SelfAttentionHead', [(' / self.wk.out_features ** 0.5', ' * self.wk.out_features ** 0.5')],
-     'multiplied by sqrt(head_size), not divided'),
+     'multiplied by sqrt(head_size), not divided', 'scores = self.wq'),
     ('SelfAttentionHead', [(' / self.wk.out_features ** 0.5', ' / self.wk.out_features')],
-     'divided by head_size, not by its square root'),
+     'divided by head_size, not by its square root', 'scores = self.wq'),
     ('SelfAttentionHead', [("~self.causal[:T, :T], float('-inf')", "~self.causal[:T, :T], 0.0")],
-     'the future filled with 0, not -inf'),
+     'the future filled with 0, not -inf', 'scores = scores.masked_fill'),
     ('MLP', [('self.fc1 = nn.Linear(d_model, 4 * d_model)', 'self.fc1 = nn.Linear(d_model, d_model)'),
              ('        self.fc2 = nn.Linear(4 * d_model, d_model)\n', ''),
-             ('self.drop(self.fc2(F.relu(self.fc1(x))))', 'self.drop(F.relu(self.fc1(x)))')], 'one Linear layer'),
+             ('self.drop(self.fc2(F.relu(self.fc1(x))))', 'self.drop(F.relu(self.fc1(x)))')], 'one Linear layer',
+     'self.fc1 = '),
     ('DecoderBlock', [('x = x + self.attn(self.norm1(x))', 'x = self.attn(self.norm1(x))')],
-     'no residual connection around the attention'),
+     'no residual connection around the attention', 'x = self.attn('),
     ('DecoderBlock', [('x = x + self.attn(self.norm1(x))', 'x = self.norm1(x)\n        x = x + self.attn(x)'),
                       ('x = x + self.mlp(self.norm2(x))', 'x = self.norm2(x)\n        x = x + self.mlp(x)')],
-     'LayerNorm applied to x itself'),
+     'LayerNorm applied to x itself', 'x = self.norm1(x)'),
     ('DecoderBlock', [('        x = x + self.attn(self.norm1(x))\n        x = x + self.mlp(self.norm2(x))\n',
                        '        x = x + self.mlp(self.norm2(x))\n        x = x + self.attn(self.norm1(x))\n')],
-     'the feed-forward before the attention'),
+     'the feed-forward before the attention', 'x = x + self.mlp('),
     ('DecoderBlock', [('self.norm1 = nn.LayerNorm(d_model)', 'self.norm1 = nn.Identity()'),
                       ('self.norm2 = nn.LayerNorm(d_model)', 'self.norm2 = nn.Identity()')],
-     'no LayerNorm before the attention and the feed-forward'),
+     'no LayerNorm before the attention and the feed-forward', 'x = x + self.attn('),
     ('CharGPT', [('self.head(self.final_norm(self.layers(h)))', 'self.head(self.final_norm(h))')],
-     'the blocks never applied between the embeddings and lm_head; your `layers` is defined but never used'),
+     'the blocks never applied between the embeddings and lm_head; your `layers` is defined but never used',
+     'logits = self.head'),
     ('CharGPT', [('self.head(self.final_norm(self.layers(h)))', 'self.head(self.layers(h))')],
-     'no final LayerNorm (ln_f) before lm_head; your `final_norm` is defined but never used'),
+     'no final LayerNorm (ln_f) before lm_head; your `final_norm` is defined but never used', 'logits = self.head'),
     ('CharGPT', [('h = self.tok_emb(tokens) + self.pos_emb(', 'h = self.tok_emb(tokens) + 0 * self.pos_emb(')],
-     'no position embedding'),
+     'no position embedding', 'h = self.tok_emb'),
     ('CharGPT', [('seq_len = 16', 'seq_len = 80'), # a table longer than the vocabulary: no IndexError
                  ('self.pos_emb(torch.arange(T, device=tokens.device))', 'self.pos_emb(tokens)')],
-     'the position table looked up with idx'),
+     'the position table looked up with idx', 'h = self.tok_emb'),
 ]
 
 
 NANOGPT = [ # the same, in nanoGPT's layout: its fused attention, its own LayerNorm
     ('CausalSelfAttention', [(f'{t} = {t}.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)',
                               f'{t} = {t}.reshape(B, self.n_head, T, C // self.n_head)') for t in 'kqv'],
-     'the heads split with view(B, nh, T, hs)'),
+     'the heads split with view(B, nh, T, hs)', 'k = k.reshape'),
     ('CausalSelfAttention', [('y.transpose(1, 2).contiguous().view(B, T, C)', 'y.contiguous().view(B, T, C)')],
-     'the heads joined with view(B, T, C) before transposing them back'),
-    ('CausalSelfAttention', [('is_causal=True', 'is_causal=False')], 'no causal mask'),
+     'the heads joined with view(B, T, C) before transposing them back', 'y = y.contiguous()'),
+    ('CausalSelfAttention', [('is_causal=True', 'is_causal=False')], 'no causal mask', 'y = F.scaled_dot'),
     ('LayerNorm', [('return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)',
                     'mean, var = input.mean(0), input.var(0, unbiased=False)\n'
                     '        return (input - mean) / (var + 1e-5).sqrt() * self.weight + self.bias')],
-     'normalized over the batch (dim 0)'),
+     'normalized over the batch (dim 0)', 'mean, var ='),
 ]
 
 
-@pytest.mark.parametrize('part, changes, named, file', [(*m, RENAMED) for m in MISTAKES] + [
-    (*m, os.path.join(LEARNERS, 'nanogpt_layout.py')) for m in NANOGPT], ids=[f'{p}: {n}' for p, _, n in MISTAKES + NANOGPT])
-def test_each_mistake_is_named_under_the_learners_own_names(part, changes, named, file, tmp_path):
+@pytest.mark.parametrize('part, changes, named, at, file', [(*m, RENAMED) for m in MISTAKES] + [
+    (*m, os.path.join(LEARNERS, 'nanogpt_layout.py')) for m in NANOGPT], ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES + NANOGPT])
+def test_each_mistake_is_named_under_the_learners_own_names_at_its_line(part, changes, named, at, file, tmp_path):
     with open(file, encoding='utf-8') as f:
         text = f.read()
     for old, new in changes:
@@ -132,7 +143,8 @@ def test_each_mistake_is_named_under_the_learners_own_names(part, changes, named
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     found = parts(r.stdout)
-    assert r.returncode == 1 and found[part].startswith(f'differs: likely {named}'), r.stdout
+    assert r.returncode == 1 and found[part].startswith('differs: ') and f"{cited(text, at)}: {named}" in found[part], \
+        r.stdout
 
 
 @pytest.mark.parametrize('name', ['renamed_layers.py', 'fragment_head.py'])

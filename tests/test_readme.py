@@ -107,5 +107,8 @@ def test_every_test_the_readme_names_exists():
 def test_the_budgets():
     """The reading budgets: a learner reads these files next to the lecture."""
     assert read('gpt.py').count('\n') <= 440 and read('bigram.py').count('\n') <= 170
-    assert read('scripts/check.py').count('\n') <= 600
+    checker = ['scripts/check.py'] + [f'scripts/checker/{f}' for f in os.listdir(os.path.join(ROOT, 'scripts/checker'))
+                                      if f.endswith('.py')]
+    lines = [read(f).count('\n') for f in checker]
+    assert len(checker) >= 7 and sum(lines) <= 1500 and max(lines) <= 600, dict(zip(checker, lines))
     assert len(read('README.md')) <= 25_000 and len(read('scripts/README.md')) <= 30_000

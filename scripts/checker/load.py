@@ -1,0 +1,273 @@
+"""
+Step 1, load: of the learner's file (a script, a notebook's cells, the modules beside it) only the imports,
+settings and definitions run, and the calls that build a model (build.py); never what reads data or trains.
+"""
+import argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json, os, pkgutil, re
+import sys, traceback, types
+
+import torch
+import torch.nn as nn
+
+NOTEBOOK = '<notebook>' # the path of a running notebook's code (check.here)
+OURS = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        os.path.dirname(os.__file__))
+
+class CantCheck(Exception):
+    """The file can't be checked: exit code 2."""
+
+class Missing(Exception):
+    """A part called a package that isn't installed here."""
+
+def message(e):
+    """The exception in one line, where the learner's code raised it."""
+    if isinstance(e, Missing):
+        return f"calls {e.args[0]}: pip install {e.args[0].split('.')[0]} to check it"
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(OURS)]
+    at = f"{os.path.basename(frames[-1].filename)}, line {frames[-1].lineno}: " if frames else ''
+    return at + f"{type(e).__name__}: " + ' '.join(str(e).split())
+
+class Learner:
+    """What loading finds: their names, notes, mistakes of no part, files, modules and functions."""
+    def __init__(self, path):
+        self.path, self.notes, self.mistakes, self.files, self.functions = path, {}, [], set(), []
+        self.module, self.build = types.ModuleType('learner'), lambda call, names, where: None
+        self.module.__file__ = os.path.abspath(path)
+        self.names, self.own = vars(self.module), {'learner'}
+    def raised(self, e):
+        """Whether their code raised e (not the checker's): a frame of theirs is in its traceback."""
+        return any(f.filename in self.files for f in traceback.extract_tb(e.__traceback__))
+    def place(self, at):
+        """'line 12', 'cell 3, line 2' or 'model.py, line 7', for (file, line)."""
+        where, line = at
+        return (f"cell {where.rsplit(', cell ', 1)[1]}, " if ', cell ' in where else '' if where == self.path or
+                self.path == NOTEBOOK else f"{os.path.basename(where)}, ") + f"line {line}"
+    def line(self, *skip):
+        """(file, line) of their code running now: its innermost frame (not in a method of skip's)."""
+        f = sys._getframe(1)
+        while f is not None and (f.f_code.co_filename not in self.files or f.f_locals.get('self', f) in skip):
+            f = f.f_back
+        return f and (f.f_code.co_filename, f.f_lineno)
+
+# ------------ what isn't installed stands in; what PyTorch lacks is a mistake, and the close match is used
+
+class StandIn:
+    """A name of a package that isn't installed: anything while models are built; called later, Missing."""
+    loading = True
+    def __init__(self, name):
+        self.name = name
+    def __getattr__(self, attr):
+        if attr.startswith('__'):
+            raise AttributeError(attr)
+        return StandIn(f'{self.name}.{attr}')
+    def __call__(self, *args, **kwargs):
+        if not StandIn.loading:
+            raise Missing(self.name)
+        return args[0] if len(args) == 1 and callable(args[0]) and not kwargs else self
+    __getitem__ = __or__ = __ror__ = lambda self, other: self # annotations: Float[Tensor, 'b t'], Tensor | None
+    __mro_entries__ = lambda self, bases: (nn.Module,)
+
+class StandInModule(types.ModuleType):
+    """A module that isn't installed, and a package: its submodules stand in too."""
+    def __init__(self, name):
+        super().__init__(name)
+        self.__path__, self.__spec__ = [], importlib.machinery.ModuleSpec(name, None, is_package=True)
+    __getattr__ = lambda self, attr: StandIn(self.__name__).__getattr__(attr)
+
+TORCH = [torch.nn.functional, torch, torch.nn, torch.Tensor] # where a name the learner's module lacks may be
+
+class Lenient(types.ModuleType):
+    """A module of PyTorch's: a name it lacks (torch.functional.softmax) is their mistake, the one meant used."""
+    def __init__(self, real, learner, at):
+        super().__init__(real.__name__)
+        self._real, self._learner, self._at = real, learner, at
+    def __getattr__(self, name):
+        if hasattr(self._real, name) or name.startswith('__'):
+            found = getattr(self._real, name)
+            return Lenient(found, self._learner, self._at) if isinstance(found, types.ModuleType) else found
+        close = lambda m: difflib.get_close_matches(name, [n for n in dir(m) if n[0] != '_'], 1, 0.8)
+        meant = next(((m, name) for m in TORCH if hasattr(m, name)), None) or next(
+            ((m, close(m)[0]) for m in [self._real, *TORCH] if close(m)), None)
+        if meant is None:
+            raise AttributeError(f"module '{self._real.__name__}' has no attribute '{name}'")
+        self._learner.mistakes.append((self._learner.line(), f"{self._real.__name__} has no {name} ("
+                                       f"{self._learner.place(self._at)} imports it); "
+                                       f"{getattr(meant[0], '__name__', 'a tensor')}'s {meant[1]} is meant"))
+        return getattr(meant[0], meant[1])
+
+def import_(node, learner, names, where):
+    """An import: a package not installed stands in, a misspelt module is their mistake (its match used)."""
+    if getattr(node, 'level', 0) == 1 and not names.get('__package__'): # from .model import GPT: the file beside
+        node = ast.copy_location(ast.ImportFrom(node.module, node.names, 0) if node.module else ast.Import(node.names),
+                                 node)
+    for _ in range(20):
+        try:
+            run([node], where, names)
+            break
+        except ModuleNotFoundError as e:
+            parent = sys.modules.get((e.name or '').rpartition('.')[0])
+            close = difflib.get_close_matches(e.name.rpartition('.')[2], [m.name for m in pkgutil.iter_modules(
+                getattr(parent, '__path__', []))], 1, 0.6) if parent and e.name not in sys.modules else []
+            if close: # torch.nn.Functional
+                learner.mistakes.append(((where, node.lineno), f"no module {e.name}: {parent.__name__}.{close[0]} "
+                                                               "is meant"))
+                node = ast.copy_location(ast.parse(ast.unparse(node).replace(e.name, parent.__name__ + '.' +
+                                                                             close[0])).body[0], node)
+            elif not e.name or e.name in sys.modules:
+                raise
+            else:
+                sys.modules[e.name] = StandInModule(e.name)
+                learner.notes.setdefault('stand-ins', []).append(e.name.split('.')[0])
+    for bound in [alias.asname or alias.name.split('.')[0] for alias in node.names]:
+        if isinstance(names.get(bound), types.ModuleType) and names[bound].__name__.split('.')[0] == 'torch' and \
+                not isinstance(names[bound], Lenient):
+            names[bound] = Lenient(names[bound], learner, (where, node.lineno))
+
+class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The modules beside the learner's file or in a folder above it, loaded as it is."""
+    def __init__(self, learner):
+        self.learner = learner
+        self.folders = [os.path.abspath(os.path.join(os.path.dirname(learner.path), *['..'] * i)) for i in range(4)]
+    def find_spec(self, name, path, target=None):
+        for folder in self.folders if name.split('.')[0] not in sys.stdlib_module_names else []:
+            base = os.path.join(folder, *name.split('.'))
+            if os.path.isfile(base + '.py'):
+                return importlib.util.spec_from_file_location(name, base + '.py', loader=self)
+            if os.path.isfile(os.path.join(base, '__init__.py')) or os.path.isdir(base) and folder != self.folders[0]:
+                return importlib.util.spec_from_file_location(name, os.path.join(base, '__init__.py'), loader=self,
+                                                              submodule_search_locations=[base])
+    def exec_module(self, module):
+        self.learner.own.add(module.__name__)
+        self.learner.files.add(module.__file__)
+        if os.path.isfile(module.__file__): # (a folder without __init__.py: a package of nothing)
+            with open(module.__file__, encoding='utf-8', errors='replace') as f:
+                run_selected(parse(f.read(), module.__file__), self.learner, vars(module), module.__file__)
+
+def misspelt(cls, fix=False):
+    """A method one slip from __init__ or forward, which PyTorch never calls: [(at, words)]; fix: it stands for the
+    one meant, and the check goes on (in a file's class; a running notebook's is left as it is)."""
+    found = [(f, meant) for f in vars(cls).values() if isinstance(f, types.FunctionType) for meant in
+             difflib.get_close_matches(f.__name__, ['__init__', 'forward'], 1, 0.75)
+             if f.__name__ != meant and getattr(cls, meant, None) is getattr(nn.Module, meant)]
+    for f, meant in found * fix:
+        setattr(cls, meant, f)
+    return [((f.__code__.co_filename, f.__code__.co_firstlineno), f"`def {f.__name__}` in {cls.__name__} is not "
+             f"`def {meant}`, so it never runs") for f, meant in found]
+
+# ------------ what runs: imports, definitions, settings, and the calls that build a model
+
+def cell(source):
+    """A notebook cell's Python: no !, % or obj? lines; no cell magic but %%time, %%capture, %%writefile x.py."""
+    magic = source.lstrip().split('\n', 1)[0] if source.lstrip().startswith('%%') else ''
+    if magic and not magic.startswith(('%%time', '%%capture')) and not re.match(r'%%writefile .*\.py\s*$', magic):
+        return ''
+    return '\n'.join('' if re.match(r'\s*([!%?]|[\w.]+\?\??\s*$)', line) else line for line in source.splitlines())
+
+def sources(path):
+    """[(where, code)]: the file, or a notebook's code cells."""
+    if not os.path.isfile(path) or not path.endswith(('.py', '.ipynb')):
+        raise CantCheck(f"no file at {path}" if not os.path.isfile(path) else
+                        f"{path} is neither a Python file (.py) nor a notebook (.ipynb)")
+    with open(path, encoding='utf-8', errors='replace') as f:
+        text = f.read()
+    if path.endswith('.py'):
+        return [(path, text)]
+    try:
+        notebook = json.loads(text)
+        cells = notebook.get('cells') or [c for w in notebook.get('worksheets', []) for c in w['cells']] # nbformat 3
+        cells = [(i, c.get('source', c.get('input', ''))) for i, c in enumerate(cells, 1) if c['cell_type'] == 'code']
+    except (ValueError, KeyError, TypeError, AttributeError) as e: # (ValueError: its JSON breaks off)
+        raise CantCheck(f"{path} is not a notebook: " + (f"its JSON breaks off ({e})" if isinstance(e, ValueError)
+                                                          else "no code cells in its JSON")) from None
+    return [(f"{path}, cell {i}", cell(s if isinstance(s, str) else ''.join(s))) for i, s in cells]
+
+def parse(code, where):
+    try:
+        return ast.parse(code)
+    except SyntaxError as e:
+        raise CantCheck(f"{where}, line {e.lineno}: a syntax error: {e.msg}") from None
+
+PLAIN = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+         ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Call, ast.keyword, ast.Subscript, ast.Slice, ast.Starred,
+         ast.JoinedStr, ast.FormattedValue, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+SAFE = {int, float, bool, str, dict, list, tuple, set, min, max, round, abs, pow, len, torch.cuda.is_available,
+        torch.backends.mps.is_available, argparse.ArgumentParser}
+
+def resolve(func, names):
+    """What a call's function is, where it is a plain name or attribute, else None."""
+    with contextlib.suppress(Exception):
+        if all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(func)):
+            return eval(compile(ast.Expression(func), '', 'eval'), names)
+
+def is_setting(node, names):
+    """name = numbers, arithmetic, a device, a config, argparse's defaults: nothing that reads data or trains."""
+    if isinstance(node, ast.If):
+        return all(is_setting(n, names) for n in node.body + node.orelse) and is_setting(ast.Expr(node.test), names)
+    if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) or node.value is None:
+        return False
+    safe = lambda f: not issubclass(f, (nn.Module, torch.Tensor)) if isinstance(f, type) else any(
+        f is s for s in SAFE) or getattr(f, '__module__', None) == 'math' or isinstance(
+        getattr(f, '__self__', None), (argparse.ArgumentParser, argparse._ArgumentGroup))
+    nodes = list(ast.walk(node.value))
+    return all(isinstance(n, PLAIN) for n in nodes) and all(safe(resolve(n.func, names)) for n in nodes
+                                                            if isinstance(n, ast.Call))
+
+def builds(node, learner, names):
+    """The calls in a statement that build one of the learner's modules (the outermost of each)."""
+    found, inner = [], set()
+    for n in ast.walk(node):
+        f = isinstance(n, ast.Call) and id(n) not in inner and resolve(n.func, names)
+        if isinstance(f, type) and issubclass(f, nn.Module) and f.__module__ in learner.own:
+            found.append(n)
+            inner |= {id(c) for c in ast.walk(n)}
+    return found
+
+def run(nodes, where, names):
+    exec(compile(ast.fix_missing_locations(ast.Module(nodes, [])), where, 'exec'), names)
+
+def run_selected(tree, learner, names, where):
+    """Run a module's (or a function's) imports, definitions and settings, in order, and build its models."""
+    for node in tree.body:
+        guard = isinstance(node, ast.If) and {'__name__', '__main__'} <= {getattr(n, 'id', getattr(n, 'value', None))
+                                                                        for n in ast.walk(node.test)}
+        if isinstance(node, (ast.Try, ast.With)) or guard: # try: import tqdm ...; if __name__ == '__main__': ...
+            run_selected(ast.Module(node.body, []), learner, names, where)
+        elif isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
+            try:
+                import_(node, learner, names, where) if isinstance(node, (ast.Import, ast.ImportFrom)) else \
+                    run([node], where, names)
+                learner.functions += [(node, names)] * isinstance(node, ast.FunctionDef)
+                learner.mistakes += misspelt(names[node.name], fix=True) if isinstance(node, ast.ClassDef) else []
+            except Exception as e:
+                lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == where]
+                said = f"{where}, line {(lines or [node.lineno])[-1]}: running it raised {type(e).__name__}: " \
+                       f"{' '.join(str(e).split())}"
+                if ', cell ' not in where: # a notebook's cell that failed goes on; a file can't
+                    raise CantCheck(said) from None
+                learner.notes.setdefault('unread', []).append(said)
+        elif is_setting(node, names) and not (isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)):
+            with contextlib.suppress(BaseException): # (one made from the data, never read, is left out; argparse exits)
+                run([node], where, names)
+        for call in builds(node, learner, names) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) else []:
+            learner.build(call, names, where)
+
+def load(path, learner):
+    """Run the learner's file's imports, settings and definitions, and build its models (learner.build)."""
+    sys.modules['learner'] = learner.module # for dataclasses, which look their module up
+    siblings, argv = Siblings(learner), sys.argv
+    sys.meta_path.insert(0, siblings)
+    sys.argv, StandIn.loading = [path], True # argparse's defaults
+    try:
+        for where, code in sources(path):
+            learner.files.add(where)
+            try:
+                run_selected(parse(code, where), learner, learner.names, where)
+            except CantCheck as e: # a notebook's cell that never ran: left out
+                if not path.endswith('.ipynb'):
+                    raise
+                learner.notes.setdefault('unread', []).append(str(e))
+    finally:
+        sys.argv = argv
+        sys.meta_path.remove(siblings)
+    for name in learner.own & set(sys.modules) - {'learner'}: # the classes of the modules beside it too
+        learner.names.update({f'{name}.{k}': v for k, v in vars(sys.modules[name]).items()
+                              if isinstance(v, type) and v.__module__ == name})

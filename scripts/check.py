@@ -8,7 +8,6 @@ lecture's model at your stage), each mistake named at its line. Names and layout
 In a running notebook, without saving a file: import check; check.here(globals())
 Only your imports, settings, definitions and the lines that build your model run: no data is read,
 nothing trains. Exit code 0: every part checked matches; 1: a mistake; 2: the file can't be checked.
-The steps, a module each, are in scripts/checker/ (scripts/README.md: how).
 """
 import contextlib, copy, io, sys, warnings
 

@@ -118,13 +118,16 @@ def test_a_mistake_in_a_head_is_named_in_the_head_not_in_the_model_that_holds_it
     assert r.stdout.splitlines()[-1] == '4 of 5 parts match gpt.py; look at Head'
 
 
-@pytest.mark.parametrize('changes, said', [
+VIDEO = [
     ([('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', 'wei = q @ k.transpose(-2,-1) * C**-0.5')],
      'scaled by C**-0.5, C = n_embd, as the video from 1:16:56'),
     ([('for _ in range(n_layer)])', 'for _ in range(n_layer)], nn.LayerNorm(n_embd))'),
       ('        self.ln_f = nn.LayerNorm(n_embd)\n', ''), ('        x = self.ln_f(x)\n', '')],
      'the last LayerNorm as the last of blocks, as the video from 1:32:51'),
-])
+]
+
+
+@pytest.mark.parametrize('changes, said', VIDEO)
 def test_what_the_video_did_is_said_so_and_not_a_mistake(changes, said, tmp_path):
     r, lines = check(tmp_path, edited(*changes))
     assert r.returncode == 0, r.stdout

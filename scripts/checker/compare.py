@@ -15,7 +15,8 @@ SDPA = 'scaled_dot_product_attention' # PyTorch's attention: the scale, the mask
 
 def locate(anchor, events, m, lay):
     """Where a catalogued change shows: an op of the part's own code, a layer's call, or where it is made."""
-    ops = [e for e in events if e.at in explain.own_lines(m) and e.module is None]
+    theirs = set().union(*(explain.own_lines(s) for s in m.modules() if s is not m)) # (the parts inside it)
+    ops = [e for e in events if e.module is None and e.at not in theirs] # (its code, and what it calls)
     first = lambda *names: next((e.at for e in ops if e.name in names), None)
     last = lambda *names: next((e.at for e in ops[::-1] if e.name in names), None)
     if anchor in ('sa', 'ffwd', 'tok', 'pos', 'head', 'ln'):

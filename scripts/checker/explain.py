@@ -146,7 +146,7 @@ def eval_mode(m, args, kwargs, learner):
         'training', e.args[2] if len(e.args) > 2 else True)), None) # (F.dropout trains by default)
     return [('eval', 'mistake', "in eval mode its dropout still acts (F.dropout trains by default: pass "
              "training=self.training, or use nn.Dropout)", at)] if (
-        isinstance(one, torch.Tensor) and not torch.equal(one.nan_to_num(), two.nan_to_num())) else []
+        at and isinstance(one, torch.Tensor) and not torch.equal(one.nan_to_num(), two.nan_to_num())) else []
 
 def unused(m, args, kwargs, ctx):
     """What m's output never depends on: a child (blocks never applied), else m's own layers."""

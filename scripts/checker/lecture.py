@@ -254,13 +254,15 @@ def width(m):
         else next(m.parameters()).shape[0]
 
 def mixes_tokens(m, ctx):
-    """Whether a part's output at one position hears another position's input; None: it can't run."""
+    """Whether a part's outputs in the middle hear the first or the last position's input; None: it can't run."""
     with contextlib.suppress(Exception):
         (x, *rest), kwargs, outs = *ctx.example(m), []
-        for each in (x, torch.cat([torch.randn(x.shape[0], 1, x.shape[-1]), x[:, 1:]], dim=1)):
+        changed = x.clone()
+        changed[:, [0, -1]] = torch.randn(x.shape[0], 2, x.shape[-1])
+        for each in (x, changed):
             with torch.no_grad(), torch.random.fork_rng(): # (the same random numbers: dropout left on mixes nothing)
                 torch.manual_seed(0)
-                outs.append(out_of(m.eval()(each, *rest, **kwargs))[:, 1:])
+                outs.append(out_of(m.eval()(each, *rest, **kwargs))[:, 1:-1])
         return not torch.allclose(*outs, rtol=1e-4, atol=1e-5)
 
 def find_role(m, ctx):

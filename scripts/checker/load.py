@@ -24,7 +24,7 @@ def message(e):
         return f"calls {e.args[0]}: pip install {e.args[0].split('.')[0]} to check it"
     frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(OURS)]
     at = f"{os.path.basename(frames[-1].filename)}, line {frames[-1].lineno}: " if frames else ''
-    return at + f"{type(e).__name__}: " + ' '.join(str(e).split())
+    return (at + f"{type(e).__name__}: " + ' '.join(str(e).split())).rstrip(': ')
 
 class Learner:
     """What loading finds: their names, notes, mistakes of no part, files, modules and functions."""

@@ -31,10 +31,10 @@ def parts_of(built, ctx):
 def unbuilt(why, label):
     """A part that can't be built: a stub, its own mistake, another part's, or the checker's guess's."""
     by = getattr(why, 'by', None)
-    if 'NotImplementedError' in why:
-        return f"not written yet: {why}", 'cant', None
     if by is not None and by.__name__ != label:
         return f"building it builds {by.__name__}, which raised (its line says where)", 'skip', None
+    if 'NotImplementedError' in why:
+        return f"not written yet: {why}", 'cant', None
     return why, 'differs' if by else 'cant', None
 
 def model_line(m, line, status, fixed, settings, learner):
@@ -58,8 +58,7 @@ def report(learner, builder, classes, settings):
         capture(m, ctx) # what each module inside gets, as the model's code runs it
     parts = parts_of(built, ctx)
     if not parts:
-        raise CantCheck("none of the lecture's parts is defined there (a Head, MultiHeadAttention, FeedForward, "
-                        "Block or model, whatever their names)")
+        raise CantCheck("none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)")
     ctx.parts = {id(m) if '.' in label else type(m) for _, label, m, _ in parts}
     models, stages = [m for *_, m, kind in parts if kind == 'the model'], {} # a class's stage: the latest of its models
     for m in models:

@@ -46,6 +46,70 @@ def test_best_pt_holds_the_lowest_val_loss(tmp_path):
     assert round(best['best_val_loss'], 4) == found[best_step][1] == round(last['best_val_loss'], 4)
 
 
+def test_the_sample_at_the_end_is_the_final_models_with_dropout_off(tmp_path, monkeypatch):
+    """What python gpt.py prints last: the trained model's sample in eval mode, drawn with the random numbers
+    as they were after the last evaluation (ckpt.pt keeps the model and them). The lecture sampled with
+    dropout on; here dropout is 0.5, so a sample drawn with it on would be another text."""
+    r = run_here('gpt.py', *TINY_GPT, '--dropout=0.5', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ckpt = torch.load(tmp_path / 'out' / 'ckpt.pt', weights_only=True)
+    for key, value in ckpt['config'].items():
+        monkeypatch.setattr(gpt, key, value)
+    model = gpt.GPTLanguageModel(len(ckpt['chars']))
+    model.load_state_dict(ckpt['model'])
+    torch.set_rng_state(ckpt['rng'])
+    drawn = model.eval().generate(torch.zeros((1, 1), dtype=torch.long), max_new_tokens=500)[0].tolist()
+    assert sample(r.stdout, 30) == ''.join(ckpt['chars'][i] for i in drawn) + '\n'
+
+
+def test_a_resumed_run_keeps_the_best_model_and_its_loss(tmp_path):
+    """best.pt across a resume. The rate warms up to one far too high (as above): the run stops at step 10,
+    near its best, and goes on to 40 while val loss rises; best.pt stays the best before the stop, and the
+    best loss is carried through (a resume that forgot it would call step 20 an improvement)."""
+    args = [*TINY_GPT, '--learning_rate=2', '--lr_decay=True', '--warmup_iters=40', '--min_lr=2']
+    first = run_here('gpt.py', *args, '--max_iters=10', cwd=tmp_path)
+    second = run_here('gpt.py', *args, '--max_iters=40', '--resume=True', cwd=tmp_path)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    found = {**losses(first.stdout), **losses(second.stdout)}
+    best_step = min(found, key=lambda s: found[s][1])
+    assert best_step in losses(first.stdout) and sorted(losses(second.stdout)) == [20, 30, 40]
+    best = torch.load(tmp_path / 'out' / 'best.pt', weights_only=True)
+    last = torch.load(tmp_path / 'out' / 'ckpt.pt', weights_only=True)
+    assert best['step'] == best_step and last['step'] == 40
+    assert round(best['best_val_loss'], 4) == found[best_step][1] == round(last['best_val_loss'], 4)
+    assert f"at step 10 (best val loss {found[best_step][1]:.4f})" in second.stdout
+
+
+def test_a_stop_while_a_checkpoint_is_written_leaves_the_one_before_whole(tmp_path, monkeypatch):
+    """Ctrl-C (or a crash) while step 10's ckpt.pt is being written: what was written so far is lost, the
+    ckpt.pt of step 0 is whole, and the run resumes from it."""
+    save, calls = torch.save, []
+    def cut_short(obj, path, *args, **kwargs): # the 3rd save: step 0's ckpt.pt and best.pt, then step 10's
+        calls.append(path)
+        if len(calls) == 3:
+            with open(path, 'wb') as f:
+                f.write(b'PK') # the first bytes of a checkpoint, then the stop
+            raise KeyboardInterrupt
+        return save(obj, path, *args, **kwargs)
+    monkeypatch.setattr(torch, 'save', cut_short)
+    r = run_here('gpt.py', *TINY_GPT, cwd=tmp_path)
+    monkeypatch.setattr(torch, 'save', save)
+    assert r.returncode == 130 and '--resume=True' in r.stderr, r.stderr
+    assert torch.load(tmp_path / 'out' / 'ckpt.pt', weights_only=True)['step'] == 0
+    r = run_here('gpt.py', *TINY_GPT, '--resume=True', cwd=tmp_path)
+    assert r.returncode == 0 and 'resumed from out/ckpt.pt at step 0 ' in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize('cuda, mps, picked', [(True, True, 'cuda'), (False, True, 'mps'), (False, False, 'cpu')])
+def test_the_device_is_cuda_else_mps_else_the_cpu(cuda, mps, picked, tmp_path, monkeypatch):
+    """Where this machine lacks the device picked, it says so in one line: the pick is what is shown."""
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, 'is_available', lambda: mps)
+    r = run_here('gpt.py', '--max_iters=0', '--eval_iters=1', '--n_layer=1', '--n_embd=8', '--n_head=2',
+                 '--block_size=4', '--out_dir=', cwd=tmp_path)
+    assert r.stdout.startswith(f'device: {picked}\n') or r.stderr.startswith(f"error: cannot use device '{picked}'")
+
+
 @pytest.mark.parametrize('args, words', [
     (['--bogus=1'], "unknown option '--bogus=1': the settings are batch_size, block_size, "),
     (['--max_iter=10'], "unknown option '--max_iter=10': did you mean --max_iters?"),
@@ -235,8 +299,11 @@ def test_the_preset_runs_in_a_folder_of_its_own_and_the_lecture_run_after_it_in_
                              'scripts/evaluate.py\n')
     sampled = run_here('scripts/sample.py', '--max_new_tokens=5', cwd=tmp_path) # its default: out-cpu/best.pt
     assert sampled.returncode == 0 and len(sampled.stdout) >= 5, sampled.stderr
+    default = lambda: ' '.join(run_here('scripts/sample.py', '--help', cwd=tmp_path).stdout.split())
+    assert "(default: the latest run's, out-cpu/best.pt)" in default()
     r = run_here('gpt.py', *TINY_GPT, cwd=tmp_path)
     assert r.returncode == 0 and sorted(os.listdir(tmp_path / 'out')) == ['best.pt', 'ckpt.pt', 'log.csv'], r.stderr
+    assert "(default: the latest run's, out/best.pt)" in default() # the run after it
     r = run_here('gpt.py', *TINY_GPT, '--out_dir=out-cpu', '--resume=True', cwd=tmp_path)
     assert r.returncode == 1 and r.stderr == ('error: cannot resume from out-cpu/ckpt.pt: its run has --preset=cpu: '
                                               'resume with that, or give this run another --out_dir\n')

@@ -231,6 +231,15 @@ def test_generate_is_deterministic_and_dropout_free_in_eval_mode(tiny, monkeypat
     assert first.item() == outs[0][0, 1].item()
 
 
+def test_generate_builds_no_graph_for_backward(tiny, monkeypatch):
+    """Sampling runs under torch.no_grad(): no step of it keeps activations for a backward pass."""
+    model = tiny.GPTLanguageModel(65).eval()
+    forward, grad = model.forward, []
+    monkeypatch.setattr(model, 'forward', lambda *args: grad.append(torch.is_grad_enabled()) or forward(*args))
+    model.generate(torch.zeros((1, 1), dtype=torch.long), max_new_tokens=5)
+    assert grad == [False] * 5
+
+
 def test_top_k_beyond_the_vocabulary_keeps_every_character(tiny):
     """sample.py --top_k=1000 on 65 characters: no character is cut, as without --top_k."""
     torch.manual_seed(0)

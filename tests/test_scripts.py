@@ -132,3 +132,25 @@ def test_bigram_takes_key_value_options_as_gpt_py_does(tmp_path):
 def test_bigram_help_lists_its_settings():
     r = run_here('bigram.py', '--help')
     assert r.returncode == 0 and '  --max_iters=3000\n' in r.stdout and '  --learning_rate=0.01\n' in r.stdout
+
+
+def test_a_file_the_scripts_write_is_whole_or_the_one_before(tmp_path, monkeypatch):
+    """common.save_atomically, which writes the scripts' files (a sample's --out, a model, a picture):
+    stopped in the middle of the writing, the file that was there is as it was."""
+    import common
+    path = tmp_path / 'more.txt'
+    path.write_bytes(b'the earlier sample')
+    class StoppedWriting:
+        def __init__(self, f):
+            self.f = f
+        def __enter__(self):
+            return self
+        def __exit__(self, *exc):
+            self.f.close()
+        def write(self, data): # a few bytes, then Ctrl-C
+            self.f.write(data[:4])
+            raise KeyboardInterrupt
+    monkeypatch.setattr(common, 'open', lambda *args, **kwargs: StoppedWriting(open(*args, **kwargs)), raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        common.save_atomically(str(path), b'a new sample, longer than the last')
+    assert path.read_bytes() == b'the earlier sample'

@@ -44,13 +44,41 @@ def test_gpt_refuses_a_bad_setting_in_one_line_before_any_work(args, said, tmp_p
     assert os.listdir(tmp_path) == [] # no out/
 
 
+def config(stdout):
+    """{setting: value as printed} from gpt.py's `config:` line: the settings that took effect."""
+    line = next(line for line in stdout.splitlines() if line.startswith('config: '))
+    return dict(kv.split('=', 1) for kv in line.removeprefix('config: ').split())
+
+
+SMALL = ['--max_iters=0', '--eval_iters=1', '--n_layer=1', '--block_size=4', '--device=cpu', '--out_dir=']
+
+
+@needs_input
 def test_the_limits_admit_their_edges(tmp_path):
     """0 steps, dropout 0, min_lr equal to the rate, the largest seed: each is a setting that works."""
-    r = run_here('gpt.py', '--max_iters=0', '--dropout=0', '--lr_decay=True', '--min_lr=3e-4', '--warmup_iters=0',
-                 f'--seed={2**64 - 1}', '--n_layer=1', '--n_embd=8', '--n_head=8', '--block_size=4', '--eval_iters=1',
-                 '--device=cpu', '--out_dir=', cwd=tmp_path)
+    r = run_here('gpt.py', *SMALL, '--dropout=0', '--lr_decay=True', '--min_lr=3e-4', '--warmup_iters=0',
+                 f'--seed={2**64 - 1}', '--n_embd=8', '--n_head=8', cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert '\nstep 0: train loss ' in r.stdout
+    assert {k: config(r.stdout)[k] for k in ('max_iters', 'dropout', 'lr_decay', 'min_lr', 'warmup_iters', 'seed',
+                                             'n_head')} == dict(max_iters='0', dropout='0.0', lr_decay='True',
+                                                                min_lr='0.0003', warmup_iters='0', seed=str(2**64 - 1),
+                                                                n_head='8')
+
+
+@needs_input
+@pytest.mark.parametrize('args, shown', [
+    (['--learning_rate=1e-5', '--n_embd=8', '--n_head=2'], dict(learning_rate='1e-05', lr_decay='False', min_lr='3e-05')),
+    (['--preset=cpu', '--lr_decay=False', '--learning_rate=1e-4', '--max_iters=0'],
+     dict(learning_rate='0.0001', lr_decay='False', min_lr='0.0004')),
+    (['--n_embd=15', '--n_head=5'], dict(n_embd='15', n_head='5')),
+])
+def test_a_range_that_depends_on_another_setting_holds_only_with_it(args, shown, tmp_path):
+    """min_lr is the end of lr_decay's schedule: without lr_decay a rate below it is any rate. n_embd need
+    only split into n_head heads."""
+    r = run_here('gpt.py', *SMALL, *args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert {k: config(r.stdout)[k] for k in shown} == shown
 
 
 BIGRAM = [

@@ -21,7 +21,6 @@ from common import fail, gpt  # noqa: E402
 import sample  # noqa: E402 (beside this file)
 
 PROMPT = "First Citizen:\nBefore we proceed any further, hear me speak.\n" # Tiny Shakespeare's first lines
-PNG_PROMPT = "First Citizen:\nBefore we proceed" # --png's: short enough for its characters on the axes
 SHADES = ' .:-=+*#%@' # a weight under 0.1 is blank, 0.9 or more is @
 
 
@@ -91,10 +90,11 @@ def picture(wei, text, path):
     character j gives to i, one colour scale from 0 to 1, the future (which a head can't see) blank."""
     plt = common.pyplot()
     n_layer, n_head, T = wei.shape[0], wei.shape[1], wei.shape[-1]
-    figure, axes = plt.subplots(n_layer, n_head, figsize=(2.4 * n_head + 1, 2.4 * n_layer), dpi=100,
+    side = 2.4 if T <= 40 else 3.8 # inches a map: room for a label a character up to 64
+    figure, axes = plt.subplots(n_layer, n_head, figsize=(side * n_head + 1, side * n_layer), dpi=100,
                                 squeeze=False)
     future = torch.ones(T, T, dtype=torch.bool).triu(1)
-    labels = [shown(c) for c in text] if T <= 40 else [] # characters, where they fit
+    labels = [shown(c) for c in text] if T <= 64 else [] # characters, where they fit
     for layer in range(n_layer):
         for h in range(n_head):
             ax = axes[layer][h]
@@ -115,9 +115,8 @@ def parse_args(argv):
     p.add_argument('--head', type=int, default=None, help='with --layer: the map of that head')
     p.add_argument('--device', default='cpu', help='default: %(default)s')
     p.add_argument('--png', type=os.path.expanduser, default=None,
-                   help=f"also draw every head's weights into this picture (default prompt: {PNG_PROMPT!r})")
+                   help="also draw every head's weights into this picture (matplotlib)")
     args = sample.checked_model_options(p, p.parse_args(argv))
-    args.prompt = PNG_PROMPT if args.png and args.prompt == PROMPT else args.prompt
     if (args.layer is None) != (args.head is None):
         p.error("--layer and --head go together: the map of one head")
     return args

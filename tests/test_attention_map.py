@@ -143,3 +143,13 @@ def test_a_picture_without_matplotlib_says_how_to_get_it(ckpt, monkeypatch):
     assert r.returncode == 1 and r.stderr == ('error: a picture needs matplotlib, an optional extra: '
                                               'pip install matplotlib\n'), r.stderr
     assert not os.path.exists(ckpt / 'heads.png')
+
+
+def test_the_table_is_the_same_with_or_without_a_picture(ckpt, tmp_path):
+    """--png reads the same default prompt as the table: the numbers don't change between the two commands."""
+    pytest.importorskip('matplotlib')
+    plain = run_here(SCRIPT, f'--ckpt={ckpt}')
+    drawn = run_here(SCRIPT, f'--ckpt={ckpt}', f'--png={tmp_path / "heads.png"}')
+    assert plain.returncode == drawn.returncode == 0, drawn.stderr
+    wrote = f'wrote {tmp_path / "heads.png"}\n'
+    assert wrote in drawn.stdout and drawn.stdout.replace(wrote, '') == plain.stdout and '| 1 | 3 |' in plain.stdout

@@ -126,7 +126,7 @@ def main(argv):
     args = parse_args(argv)
     common.check_device(args.device)
     gpt.fast_attention = False # the lecture's Head modules, whose weights are read here
-    model, checkpoint = sample.load_model(args.ckpt, args.device)
+    model, checkpoint = sample.load_model(args.ckpt, args.device, args.code)
     chars, block_size = checkpoint['chars'], checkpoint['config']['block_size']
     text = args.prompt
     # the default prompt too may not fit: a model of another text (gpt.py --input_file)

@@ -40,24 +40,27 @@ def here(names):
         lines = [f"error: {e}"]
     print('\n'.join(lines))
 
-def main(argv):
-    p = common.argument_parser(__doc__)
-    p.add_argument('path', help='your .py file or .ipynb notebook')
-    path = p.parse_args(argv).path
+def checked(path):
+    """(the report's lines, its exit code, the Builder that holds the file's models); CantCheck: it can't be checked."""
     before, learner = set(sys.modules), Learner(path)
     try:
         with Builder(learner) as builder:
             quietly(load, path, learner)
-            lines, code = quietly(check, learner, builder)
-    except CantCheck as e:
-        common.fail(str(e), code=2)
-    except Exception as e: # the checker's own failure: one line, never a traceback
-        common.fail(f"the checker failed on {path}: {type(e).__name__}: {e} (a bug of the checker's)", code=2)
+            return (*quietly(check, learner, builder), builder)
     finally: # the learner's modules and the stand-ins go: another check in this process starts afresh
-        for name in set(sys.modules) - before:
-            if name == 'learner' or isinstance(sys.modules[name], StandInModule) or \
-                    isinstance(getattr(sys.modules[name], '__loader__', None), Siblings):
-                del sys.modules[name]
+        for name in [n for n in set(sys.modules) - before if n == 'learner' or isinstance(sys.modules[n], StandInModule)
+                     or isinstance(getattr(sys.modules[n], '__loader__', None), Siblings)]:
+            del sys.modules[name]
+
+def main(argv):
+    p = common.argument_parser(__doc__)
+    p.add_argument('path', help='your .py file or .ipynb notebook')
+    path = p.parse_args(argv).path
+    try:
+        lines, code, _ = checked(path)
+    except Exception as e: # a file that can't be checked; or the checker's own failure: one line, never a traceback
+        common.fail(str(e) if isinstance(e, CantCheck) else f"the checker failed on {path}: {type(e).__name__}: {e} "
+                    "(a bug of the checker's)", code=2)
     print('\n'.join(lines))
     return code
 

@@ -98,7 +98,7 @@ def compressed_bits(text, before=''):
 def main(argv):
     args = parse_args(argv)
     common.check_device(args.device)
-    model, checkpoint = sample.load_model(args.ckpt, args.device)
+    model, checkpoint = sample.load_model(args.ckpt, args.device, args.code)
     chars, block_size = checkpoint['chars'], checkpoint['config']['block_size']
     input_file = checkpoint['config'].get('input_file', '') if args.input_file is None else args.input_file
     if input_file and not os.path.exists(input_file):

@@ -5,6 +5,7 @@ Sample text from a checkpoint that gpt.py saved, without training.
     python scripts/sample.py --prompt="ROMEO:" --temperature=0.8 --top_k=40 --num_samples=3
     python scripts/sample.py --prompt=@prompt.txt --max_new_tokens=10000 --out=more.txt
     python scripts/sample.py --ckpt=model.pt     # torch.save(model.state_dict(), 'model.pt') in the lecture's code
+    python scripts/sample.py --ckpt=mine.pt --code=my_gpt.py   # the GPT you wrote along with the video (or .ipynb)
 
 With no --temperature and no --top_k this is the lecture's plain multinomial sampling.
 """
@@ -37,6 +38,9 @@ def add_model_options(p, prompt_default=None, prompt_help=None):
     p.add_argument('--ckpt', type=os.path.expanduser, default=os.path.join(common.latest_run(), 'best.pt'),
                    help="checkpoint, or an out_dir to take its best.pt, or a state_dict of the lecture's "
                    "model of Tiny Shakespeare (default: the latest run's, %(default)s)")
+    p.add_argument('--code', type=os.path.expanduser, default=None,
+                   help="your .py or .ipynb that made --ckpt, a state_dict of the GPT you wrote along with the video: "
+                   "its layers are mapped onto gpt.py's, whatever their names")
     if prompt_help:
         p.add_argument('--prompt', default=prompt_default, help=prompt_help)
 
@@ -47,6 +51,8 @@ def checked_model_options(p, args):
         p.error("--ckpt is empty: give a checkpoint, or a run's folder for its best.pt")
     if os.path.isdir(args.ckpt):
         args.ckpt = os.path.join(args.ckpt, 'best.pt')
+    if args.code and not os.path.isfile(args.code):
+        p.error(f"--code {args.code}: no such file")
     if getattr(args, 'prompt', None) and args.prompt.startswith('@'):
         try:
             with open(os.path.expanduser(args.prompt[1:]), encoding='utf-8-sig') as f:
@@ -65,9 +71,10 @@ def check_vocabulary(text, chars, what='the prompt', hint=''):
              f"{''.join(chars)!r}{hint}")
 
 
-def read_checkpoint(path):
-    """gpt.py's checkpoint, or a bare state_dict of the lecture's model of Tiny Shakespeare (its shape
-    read off its weights), as {'model', 'config', 'chars'}; a one-line error for anything else."""
+def read_checkpoint(path, code=None):
+    """gpt.py's checkpoint, a bare state_dict of the lecture's model of Tiny Shakespeare (its shape read off its
+    weights), or with code, a state_dict of the model that code builds, as {'model', 'config', 'chars'}; a
+    one-line error for anything else."""
     try:
         ckpt = torch.load(path, map_location='cpu', weights_only=True)
     except FileNotFoundError:
@@ -75,11 +82,19 @@ def read_checkpoint(path):
              "for the preset)")
     except Exception as e:
         fail(f"{path} is not a readable checkpoint ({type(e).__name__}): damaged, cut short, or not one")
-    if isinstance(ckpt, dict) and ckpt and all(torch.is_tensor(v) for v in ckpt.values()):
+    state_dict = lambda d: isinstance(d, dict) and d and all(torch.is_tensor(v) for v in d.values())
+    if code and isinstance(ckpt, dict) and 'chars' not in ckpt: # theirs: a state_dict, or one inside a dict
+        found = next((d for d in (ckpt, *ckpt.values()) if state_dict(d)), None)
+        if found is None:
+            fail(f"{path} holds no state_dict (torch.save(model.state_dict(), '{os.path.basename(path)}'))")
+        import adopt # (beside this file: the checker's mapping of your layers onto gpt.py's)
+        return adopt.adopt(code, found, path, DATA_CHARS)
+    if state_dict(ckpt):
         weights = {k.removeprefix('_orig_mod.'): v for k, v in ckpt.items()} # of a torch.compile'd model
         table = weights.get('token_embedding_table.weight')
         if table is None or 'position_embedding_table.weight' not in weights or len(table) != len(DATA_CHARS):
-            fail(f"{path} holds a state_dict, but not one of the lecture's GPT of Tiny Shakespeare")
+            fail(f"{path} holds a state_dict, but not one of the lecture's GPT of Tiny Shakespeare; if it is of "
+                 "the GPT you wrote, name your code: --code=my_gpt.py (or .ipynb)")
         heads = {m.group(1) for m in map(re.compile(r'blocks\.0\.sa\.heads\.(\d+)\.').match, weights) if m}
         layers = {m.group(1) for m in map(re.compile(r'blocks\.(\d+)\.').match, weights) if m}
         config = dict(n_embd=table.shape[1], n_head=len(heads) or 1, n_layer=len(layers),
@@ -92,10 +107,10 @@ def read_checkpoint(path):
     return ckpt
 
 
-def load_model(path, device):
+def load_model(path, device, code=None):
     """GPTLanguageModel built with the checkpoint's shape, its weights loaded, in eval mode on device;
-    and the checkpoint."""
-    ckpt = read_checkpoint(path)
+    and the checkpoint. code: the learner's file whose model made the state_dict at path."""
+    ckpt = read_checkpoint(path, code)
     for key in ('n_embd', 'n_head', 'n_layer', 'block_size'):
         setattr(gpt, key, ckpt['config'][key])
     gpt.dropout = 0.0
@@ -130,7 +145,7 @@ def main(argv):
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
         p.error(f"--out {args.out}: no such folder") # now, not after sampling
     common.check_device(args.device)
-    model, ckpt = load_model(args.ckpt, args.device)
+    model, ckpt = load_model(args.ckpt, args.device, args.code)
     encode, decode = common.codec(ckpt['chars'])
     check_vocabulary(args.prompt, ckpt['chars'])
     start = encode(args.prompt) if args.prompt else [0] # token 0 is '\n', the lecture's start

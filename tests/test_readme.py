@@ -56,7 +56,7 @@ def test_the_video_map_points_at_code_that_exists():
     claims = read('tests/test_lecture_claims.py')
     last = -1
     for row in rows:
-        shown, seconds = re.match(r'\| \[([\d:]+)\]\(https://www\.youtube\.com/watch\?v=kCc8FmEb1nY&t=(\d+)s\)',
+        shown, seconds = re.match(r'\| \[([\d:]+)\]\(https://youtu\.be/kCc8FmEb1nY\?t=(\d+)s\)',
                                   row).groups()
         assert sum(int(part) * 60 ** i for i, part in enumerate(reversed(shown.split(':')))) == int(seconds), row
         assert int(seconds) > last, row

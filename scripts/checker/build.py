@@ -73,10 +73,9 @@ def filled(config, settings):
 def arguments(cls, settings, own):
     """cls's parameters without a default, filled by meaning (a config: theirs, else one made)."""
     kwargs = {}
-    for p in inspect.signature(cls).parameters.values():
+    for p in [p for p in inspect.signature(cls).parameters.values() if p.default is p.empty and p.kind not in (
+            p.VAR_POSITIONAL, p.VAR_KEYWORD)]:
         kind = p.annotation if isinstance(p.annotation, type) and p.annotation.__module__ in own else None
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not p.empty:
-            continue
         if meaning(p.name) or not (kind or norm(p.name) in CONFIGS.split()):
             kwargs[p.name] = settings(meaning(p.name) or 'n_embd') # (a name that says nothing: a width)
             continue
@@ -152,10 +151,9 @@ class Builder:
     def functions(self):
         """The models built in main(), train(config), ...: its body run as a file's, its defaults live."""
         argv, sys.argv = sys.argv, [self.learner.path]
-        for node, names in list(self.learner.functions):
-            fn = names.get(node.name)
-            if node.name == '__init__' or not builds(node, self.learner, names) or not inspect.isfunction(fn):
-                continue
+        for node, names in [(n, ns) for n, ns in self.learner.functions if n.name != '__init__' and
+                            builds(n, self.learner, ns) and inspect.isfunction(ns.get(n.name))]:
+            fn = names[node.name]
             settings = Settings(names, self.learner.own)
             local = {**names, **{p.name: p.default if p.default is not p.empty else settings(meaning(p.name)) if
                                  meaning(p.name) else settings for p in inspect.signature(fn).parameters

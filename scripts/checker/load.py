@@ -105,13 +105,12 @@ def import_(node, learner, names, where):
             break
         except ModuleNotFoundError as e:
             parent = sys.modules.get((e.name or '').rpartition('.')[0])
-            close = difflib.get_close_matches(e.name.rpartition('.')[2], [m.name for m in pkgutil.iter_modules(
-                getattr(parent, '__path__', []))], 1, 0.6) if parent and e.name not in sys.modules else []
+            close = [f"{parent.__name__}.{c}" for c in difflib.get_close_matches(e.name.rpartition('.')[2], [
+                m.name for m in pkgutil.iter_modules(getattr(parent, '__path__', []))], 1, 0.6)] \
+                if parent and e.name not in sys.modules else []
             if close: # torch.nn.Functional
-                learner.mistakes.append(((where, node.lineno), f"no module {e.name}: {parent.__name__}.{close[0]} "
-                                                               "is meant"))
-                node = ast.copy_location(ast.parse(ast.unparse(node).replace(e.name, parent.__name__ + '.' +
-                                                                             close[0])).body[0], node)
+                learner.mistakes.append(((where, node.lineno), f"no module {e.name}: {close[0]} is meant"))
+                node = ast.copy_location(ast.parse(ast.unparse(node).replace(e.name, close[0])).body[0], node)
             elif not e.name or e.name in sys.modules:
                 raise
             else:

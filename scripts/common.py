@@ -48,6 +48,13 @@ def latest_run():
                                default=os.path.join('out', 'log.csv')))
 
 
+def check_output(p, option, path):
+    """A one-line error from parser p, now rather than after the work, where the file to write for --option
+    can't be: its folder is missing, or path is a folder."""
+    if path and (os.path.isdir(path) or not os.path.isdir(os.path.dirname(os.path.abspath(path)))):
+        p.error(f"--{option} {path}: " + ("a folder: give a file's name" if os.path.isdir(path) else "no such folder"))
+
+
 def check_device(name):
     """A one-line error for a device that this machine or this PyTorch lacks."""
     try:

@@ -69,9 +69,7 @@ def main(argv):
     p.add_argument('--time', action='store_true', help="then type the prompt into the page in headless chromium, "
                    "a character at a time, and print the ms each keystroke's update took")
     args = sample.checked_model_options(p, p.parse_args(argv))
-    if os.path.isdir(args.out) or not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-        p.error(f"--out {args.out}: " + ("a folder: give a file's name" if os.path.isdir(args.out) else
-                                         "no such folder"))
+    common.check_output(p, 'out', args.out)
     gpt.fast_attention = False # the lecture's Head modules, whose weights the page reads by name
     model, ckpt = sample.load_model(args.ckpt, 'cpu', args.code)
     text = page(model, ckpt, args.prompt, args.ckpt) # (characters the model never saw: the page marks them)

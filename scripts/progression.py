@@ -228,8 +228,7 @@ def main(argv):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             p.error(f"--{key} must be at least 1, got {getattr(args, key)}")
     for name in ('json', 'png'):
-        if getattr(args, name) and not os.path.isdir(os.path.dirname(os.path.abspath(getattr(args, name)))):
-            p.error(f"--{name} {getattr(args, name)}: no such folder") # now, not after hours
+        common.check_output(p, name, getattr(args, name)) # now, not after hours
     if args.png:
         common.pyplot() # matplotlib is there: now, not after the training
     common.check_device(args.device)

@@ -142,8 +142,7 @@ def main(argv):
         p.error(f"--temperature must be at least 1e-6, got {args.temperature} (--top_k=1 takes the likeliest)")
     if args.max_new_tokens < 0 or args.seed not in common.SEEDS:
         p.error(f"--max_new_tokens must be >= 0 and --seed an int64, got {args.max_new_tokens} and {args.seed}")
-    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-        p.error(f"--out {args.out}: no such folder") # now, not after sampling
+    common.check_output(p, 'out', args.out)
     common.check_device(args.device)
     model, ckpt = load_model(args.ckpt, args.device, args.code)
     encode, decode = common.codec(ckpt['chars'])

@@ -134,6 +134,7 @@ def test_sample_errors_are_one_line(out, tmp_path):
     one_line_error(sample(ckpt, f'--seed={2**64}'), '--seed an int64')
     nowhere = tmp_path / 'no' / 's.txt' # said before sampling, not after
     one_line_error(sample(ckpt, f'--out={nowhere}'), f'--out {nowhere}: no such folder')
+    one_line_error(sample(ckpt, f'--out={tmp_path}'), f"--out {tmp_path}: a folder: give a file's name")
     one_line_error(sample(ckpt, '--no_such_option=1'), 'unrecognized')
     one_line_error(sample('--ckpt='), "--ckpt is empty: give a checkpoint, or a run's folder")
     torch.save({'model': {'x': torch.zeros(1)}, 'config': dict(n_embd=8, n_head=2, n_layer=1, block_size=8),

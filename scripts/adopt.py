@@ -142,7 +142,7 @@ def their_model(code, weights, path):
     put = supply(classes_of(builder.learner), settings, set())
     models = [m for m in check.quietly(builder.instances, classes_of(builder.learner), settings).values()
               if isinstance(m, nn.Module) and any(isinstance(s, nn.Embedding) for s in m.modules())]
-    weights, mismatch = {k.removeprefix('_orig_mod.'): v for k, v in weights.items()}, None # (torch.compile'd)
+    mismatch = None
     for m in sorted(models, key=lambda m: -len(list(m.modules()))): # the largest first: the whole model
         try:
             m.load_state_dict(weights)

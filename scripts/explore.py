@@ -25,6 +25,9 @@ import sample
 from attention_map import PROMPT
 
 PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'explore_page.html')
+# headless, and none of its own requests to Google's servers (which a closed network refuses, slowly)
+CHROMIUM = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-quic',
+            '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 
 def page(model, ckpt, prompt, source):
@@ -51,9 +54,7 @@ def in_browser(path, ask, *flags):
     url = 'file://' + urllib.parse.quote(os.path.abspath(path)) + '#test=' + urllib.parse.quote(json.dumps(ask))
     with tempfile.TemporaryDirectory() as profile:
         try:
-            dom = subprocess.run([browser, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-                                  '--disable-quic', '--disable-background-networking', '--disable-component-update',
-                                  '--disable-sync', f'--user-data-dir={profile}', *flags, '--dump-dom', url],
+            dom = subprocess.run([browser, *CHROMIUM, f'--user-data-dir={profile}', *flags, '--dump-dom', url],
                                  capture_output=True, text=True, timeout=600).stdout
         except subprocess.TimeoutExpired:
             fail(f"{browser} took over 10 minutes on {path}")

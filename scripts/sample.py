@@ -83,14 +83,15 @@ def read_checkpoint(path, code=None):
     except Exception as e:
         fail(f"{path} is not a readable checkpoint ({type(e).__name__}): damaged, cut short, or not one")
     state_dict = lambda d: isinstance(d, dict) and d and all(torch.is_tensor(v) for v in d.values())
+    unwrapped = lambda d: {k.removeprefix('_orig_mod.'): v for k, v in d.items()} # of a torch.compile'd model
     if code and isinstance(ckpt, dict) and 'chars' not in ckpt: # theirs: a state_dict, or one inside a dict
         found = next((d for d in (ckpt, *ckpt.values()) if state_dict(d)), None)
         if found is None:
             fail(f"{path} holds no state_dict (torch.save(model.state_dict(), '{os.path.basename(path)}'))")
         import adopt # (beside this file: the checker's mapping of your layers onto gpt.py's)
-        return adopt.adopt(code, found, path, DATA_CHARS)
+        return adopt.adopt(code, unwrapped(found), path, DATA_CHARS)
     if state_dict(ckpt):
-        weights = {k.removeprefix('_orig_mod.'): v for k, v in ckpt.items()} # of a torch.compile'd model
+        weights = unwrapped(ckpt)
         table = weights.get('token_embedding_table.weight')
         if table is None or 'position_embedding_table.weight' not in weights or len(table) != len(DATA_CHARS):
             fail(f"{path} holds a state_dict, but not one of the lecture's GPT of Tiny Shakespeare; if it is of "

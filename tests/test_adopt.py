@@ -160,3 +160,13 @@ def test_bad_code_or_checkpoint_gets_one_line(case, tmp_path):
     assert r.returncode in (1, 2) and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
     assert {'no such file': 'no such file', 'not code': "can't be read as your GPT's code",
             'no state_dict': 'holds no state_dict'}[case] in r.stderr
+
+
+def test_a_torch_compiled_models_state_dict_reads_as_well(tmp_path):
+    """torch.compile(model).state_dict() prefixes every key with _orig_mod.: read as the model's own."""
+    theirs = trained(learners_module(), tmp_path / 'mine.pt', steps=1)
+    torch.save({'_orig_mod.' + k: v for k, v in theirs.state_dict().items()}, tmp_path / 'compiled.pt')
+    model, _ = sample.load_model(str(tmp_path / 'compiled.pt'), 'cpu', code=LEARNER)
+    idx = torch.randint(65, (2, 24), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        torch.testing.assert_close(model(idx)[0], theirs(idx)[0], rtol=1e-5, atol=1e-5)

@@ -65,9 +65,9 @@ def browser(checkpoint, tmp_path_factory):
     ask = dict(prompts=PROMPTS, samples=[['ROMEO:', 40, 0.8, 5, 7], ['ROMEO:', 40, 0.8, 5, 7], ['ROMEO:', 30, 1, 1, 0]],
                typed=TYPED)
     answer = explore.in_browser(page, ask, f'--log-net-log={folder}/net.json')
-    subprocess.run([CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--hide-scrollbars',
-                    f'--user-data-dir={folder}/u', f'--screenshot={folder}/shot.png', '--window-size=1280,1000',
-                    page.as_uri()], capture_output=True, timeout=60, cwd=folder)
+    subprocess.run([CHROMIUM, *explore.CHROMIUM, '--hide-scrollbars', f'--user-data-dir={folder}/u',
+                    f'--screenshot={folder}/shot.png', '--window-size=1280,1000', page.as_uri()],
+                   capture_output=True, timeout=60, cwd=folder)
     return answer, page, (folder / 'net.json').read_text(), folder / 'shot.png'
 
 

@@ -12,11 +12,11 @@ import torch.nn as nn
 from common import fail, gpt
 import check
 from checker.build import Settings, classes_of, put_back, supply
-from checker.lecture import LAYOUTS, Context, close, out_of, search
-from checker.run import capture, logits_of
+from checker.compare import Theirs, close, walk
+from checker.lecture import LAYOUTS, STAGES, VIDEO_SCALE, Context, out_of
+from checker.run import Trace, capture, logits_of
 
 C_HINT = "scripts/check.py says which part, and why"
-FORWARD = ('a future token changes', 'one example in a batch changes', 'running it raised') # check.py's words
 
 
 def probe(make, C):
@@ -29,16 +29,16 @@ def probe(make, C):
 class Mapping:
     """gpt.py's state_dict, filled part by part from the learner's model m (its weights loaded)."""
 
-    def __init__(self, m, settings, code, lines):
-        self.m, self.ctx, self.code, self.lines, self.weights = m, Context(settings), code, lines, {}
+    def __init__(self, m, settings, code, rep):
+        self.m, self.ctx, self.code, self.rep, self.weights = m, Context(settings), code, rep, {}
         torch.manual_seed(0)
         capture(m, self.ctx) # what each of its modules receives, which tells the parts apart
         self.lay = self.layout(m, 'the model')
 
     def cant(self, m, why):
         """One line: which part, why, and the variants check.py names in it."""
-        said = next((line for line in self.lines if line.startswith(type(m).__name__ + ' ')), '')
-        variants = [v.split(';')[0] for v in said.split('a variant, ')[1:] if 'lm_head shares' not in v] # (that maps)
+        variants = [f.words for p in self.rep.parts if p.label == type(m).__name__ for f in p.findings
+                    if f.kind == 'variant' and 'lm_head shares' not in f.words] # (a tied lm_head maps)
         extra = [v for v in variants if v not in why]
         fail(f"{self.code}: your {type(m).__name__} can't be mapped onto gpt.py's: {why}" +
              (f" ({'; '.join(extra)})" if extra else '' if variants else f" ({C_HINT})"))
@@ -54,12 +54,16 @@ class Mapping:
         if kind == 'the model':
             return layouts[0]
         (x, *rest), kwargs = self.ctx.example(m)
-        with torch.no_grad():
-            changes, lay = search(kind, layouts, out_of(m(x, *rest, **kwargs)), x)
-        if changes is None or any(e[:2] != ('scale', 'C') for e in changes): # (the video's scale maps: below)
-            self.cant(m, "it computes something else than the lecture's " + kind + (
-                ': ' + ', '.join(e[3] for e in changes) if changes else ''))
-        return dict(lay, video_scale=bool(changes))
+        with torch.no_grad(), Trace(self.rep.learner) as t:
+            out = out_of(m(x, *rest, **kwargs))
+        theirs = Theirs(t, out, x.shape[0], x.shape[1], self.rep.learner, m)
+        found = []
+        for lay in layouts: # the first under which it is the lecture's (the video's scale maps: below)
+            found, ok, _ = walk(kind, lay, x, theirs)
+            if ok and all(f[1] == VIDEO_SCALE for f in found):
+                return dict(lay, video_scale=bool(found))
+        self.cant(m, f"it computes something else than the lecture's {kind}" + (
+            ': ' + ', '.join(f[1] for f in found) if found else ''))
 
     def put(self, name, tensor):
         self.weights[name] = tensor.detach().float().clone()
@@ -135,9 +139,10 @@ def their_model(code, weights, path):
     """The learner's model as their code builds it, their weights loaded, in eval mode; check.py's report; and the
     globals their code reads but never sets, given the lecture's values (as check.py does) until put_back."""
     try:
-        lines, _, builder = check.quietly(check.checked, code)
+        rep = check.quietly(check.checked, code)
     except check.CantCheck as e:
         fail(f"{code} can't be read as your GPT's code: {e}")
+    builder = rep.builder
     settings = Settings(builder.learner.names, builder.learner.own)
     put = supply(classes_of(builder.learner), settings, set())
     models = [m for m in check.quietly(builder.instances, classes_of(builder.learner), settings).values()
@@ -146,7 +151,7 @@ def their_model(code, weights, path):
     for m in sorted(models, key=lambda m: -len(list(m.modules()))): # the largest first: the whole model
         try:
             m.load_state_dict(weights)
-            return m.eval(), lines, settings, put
+            return m.eval(), rep, settings, put
         except RuntimeError as e:
             mismatch = mismatch or ' '.join(str(e).split('\n', 1)[-1].split())[:200]
     put_back(put)
@@ -156,16 +161,19 @@ def their_model(code, weights, path):
 
 def adopt(code, weights, path, chars):
     """gpt.py's checkpoint ({'model', 'config', 'chars'}) for the state_dict `weights` of the model in `code`."""
-    m, lines, settings, put = their_model(code, weights, path)
+    m, rep, settings, put = their_model(code, weights, path)
     try:
-        wrong = [' '.join(line.split()) for line in lines if (' differs' in line or "can't be" in line) and not (
-            '; otherwise it matches' in line and not any(w in line for w in FORWARD))] # (their generate: not used)
+        harmless = ('generate', 'its loss at init') # (their generate and init: not used by our tools)
+        wrong = [p for p in rep.parts if p.status in ('differs', 'cant') and not all(
+            f.words in p.whole and f.words.startswith(harmless) for f in p.findings if f.kind in ('mistake', 'cant'))]
         if wrong:
-            fail(f"{code}: your model is not the lecture's, so our tools can't run it: {wrong[0]}")
-        if any(f'the lecture at stage {n} ' in lines[-1] for n in range(1, 6)): # (6 lacks only dropout: no weight)
-            fail(f"{code}: your model is that of {lines[-1].split(' match ')[1].split(';')[0]}; our tools run the "
-                 "model of its last stage, gpt.py's (dropout and the scaled-up settings change no weight)")
-        config, state = Mapping(m, settings, code, lines).model()
+            line = next(line for line in rep.lines if line.startswith(wrong[0].label + ' '))
+            fail(f"{code}: your model is not the lecture's, so our tools can't run it: {' '.join(line.split())}")
+        if rep.stage < 6: # (6 lacks only dropout: no weight)
+            fail(f"{code}: your model is that of the lecture at stage {rep.stage} ({', '.join(STAGES[rep.stage])}); "
+                 "our tools run the model of its last stage, gpt.py's (dropout and the scaled-up settings change no "
+                 "weight)")
+        config, state = Mapping(m, settings, code, rep).model()
         if len(state['token_embedding_table.weight']) != len(chars):
             fail(f"{path}: a vocabulary of {len(state['token_embedding_table.weight'])}, not Tiny Shakespeare's "
                  f"{len(chars)} characters")
@@ -181,7 +189,7 @@ def adopt(code, weights, path, chars):
     finally:
         put_back(put)
     if not same:
-        variant = [' '.join(line.split()) for line in lines if 'variant' in line or 'as in the video' in line]
+        variant = [f"{p.label}: {f.words}" for p in rep.parts for f in p.findings if f.kind in ('variant', 'video')]
         fail(f"{code}: with your weights mapped onto gpt.py's, its logits differ from your model's: "
              + (variant[0] if variant else "it computes something gpt.py's model does not"))
     print(f"note: {path} read through your {type(m).__name__} in {code}: " +

@@ -11,6 +11,7 @@ nothing trains. Exit code 0: every part checked matches; 1: a mistake; 2: the fi
 """
 import contextlib, copy, io, sys, warnings
 
+import torch
 import torch.nn as nn
 
 import common
@@ -35,19 +36,23 @@ def here(names):
                       if isinstance(v, nn.Module) and type(v).__module__ in learner.own]
     try:
         with builder:
-            lines, _ = quietly(check, learner, builder)
+            lines = quietly(check, learner, builder).lines
     except CantCheck as e:
         lines = [f"error: {e}"]
     print('\n'.join(lines))
 
-def checked(path):
-    """(the report's lines, its exit code, the Builder that holds the file's models); CantCheck: it can't be checked."""
-    before, learner = set(sys.modules), Learner(path)
+def checked(path, build=None):
+    """The Report on a file (its lines, exit code, parts and findings, the Builder that holds its models);
+    build: an expression that builds its model. CantCheck: it can't be checked."""
+    before, learner, dtype = set(sys.modules), Learner(path), torch.get_default_dtype()
     try:
         with Builder(learner) as builder:
             quietly(load, path, learner)
-            return (*quietly(check, learner, builder), builder)
+            if build:
+                quietly(builder.given, build)
+            return quietly(check, learner, builder)
     finally: # the learner's modules and the stand-ins go: another check in this process starts afresh
+        torch.set_default_dtype(dtype)
         for name in [n for n in set(sys.modules) - before if n == 'learner' or isinstance(sys.modules[n], StandInModule)
                      or isinstance(getattr(sys.modules[n], '__loader__', None), Siblings)]:
             del sys.modules[name]
@@ -55,14 +60,16 @@ def checked(path):
 def main(argv):
     p = common.argument_parser(__doc__)
     p.add_argument('path', help='your .py file or .ipynb notebook')
-    path = p.parse_args(argv).path
+    p.add_argument('--build', metavar='EXPR', help="how your model is built, where the checker can't tell, "
+                   "e.g. --build \"GPT(65, 384, 256, 6, 6, 0.2)\"")
+    args = p.parse_args(argv)
     try:
-        lines, code, _ = checked(path)
+        rep = checked(args.path, args.build)
     except Exception as e: # a file that can't be checked; or the checker's own failure: one line, never a traceback
-        common.fail(str(e) if isinstance(e, CantCheck) else f"the checker failed on {path}: {type(e).__name__}: {e} "
-                    "(a bug of the checker's)", code=2)
-    print('\n'.join(lines))
-    return code
+        common.fail(str(e) if isinstance(e, CantCheck) else f"the checker failed on {args.path}: {type(e).__name__}: "
+                    f"{e} (a bug of the checker's)", code=2)
+    print('\n'.join(rep.lines))
+    return rep.code
 
 if __name__ == '__main__':
     common.run(lambda argv: sys.exit(main(argv)), sys.argv[1:])

@@ -67,7 +67,7 @@ def test_a_notebooks_model_gives_its_own_logits_in_our_tools(tmp_path):
     import check
     from checker.run import logits_of
     notebook = os.path.join(ROOT, 'tests', 'fixtures', 'learners', 'colab_notebook.ipynb')
-    theirs = check.checked(notebook)[2].models[-1][0].eval()
+    theirs = check.checked(notebook).builder.models[-1][0].eval()
     torch.manual_seed(3)
     with torch.no_grad():
         for p in theirs.parameters():
@@ -119,7 +119,7 @@ def test_a_model_of_an_earlier_stage_says_which(tmp_path):
     """stage4_feed_forward.py, its model saved as built: a stage of the lecture, but not gpt.py's model."""
     import check
     code = os.path.join(ROOT, 'tests', 'fixtures', 'learners', 'stage4_feed_forward.py')
-    torch.save(check.checked(code)[2].models[-1][0].state_dict(), tmp_path / 'stage4.pt')
+    torch.save(check.checked(code).builder.models[-1][0].state_dict(), tmp_path / 'stage4.pt')
     r = run_here(SAMPLE, f'--ckpt={tmp_path / "stage4.pt"}', f'--code={code}', '--max_new_tokens=5')
     assert r.returncode == 1 and r.stderr == (
         f"error: {code}: your model is that of the lecture at stage 4 (feed-forward, 1:24:25); our tools run the model "

@@ -30,16 +30,19 @@ def expected(path):
         f'mistake: {m}' for m in pick(' mistake')], pick(' summary')
 
 
-# what the checker says beside its catalogue, measured as a part runs, as a model runs, as a file loads
-MEASURED = ['softmax over dim=1 (the queries)', 'softmax over dim=0 (the batch)', "masked_fill's result is never assigned",
-            'the mask lets the future through', 'no causal mask: nothing hides the future', 'the scores scaled by',
-            'is a plain Python list', 'made while it runs, not in __init__', 'runs 2 times (lines',
+# what the checker says beside its catalogue, from a step's value, as a part runs, as a model runs, as a file loads
+MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's result is never assigned", 'the mask lets the future through',
+            'the future filled with 0, not -inf', 'the affinities scaled by 2.98e-08',
+            'changes the position embedding', 'changes the Blocks applied in turn', 'makes nothing like it',
+            'comes after lm_head', 'is a plain Python list', 'made while it runs, not in __init__',
             'heads together are', 'dropout on the residual stream', 'repeated ([Block(...)] * n)',
-            'runs after the Blocks, outside any residual', 'in eval mode its dropout still acts',
+            'in eval mode its dropout still acts',
+            "F.scaled_dot_product_attention's dropout_p", 'dropout on the attention of ln1(x)',
             'is defined but never used', 'a future token changes an earlier output',
-            "one example in a batch changes another's output", 'generate fails', 'its loss at init is',
-            'no module torch.nn.Functional', 'has no softmax', 'is not `def __init__`', 'is not `def forward`',
-            'pip install', 'not written yet', "can't build", 'building it builds', 'left out']
+            "one example in a batch changes another's output", 'generate fails', "feeds the model the prompt's length",
+            'its loss at init is', 'otherwise it matches', 'it has no forward (misspelt?)',
+            'pip install', 'not written yet', "can't build", 'building it builds', 'left out', 'no model of yours uses',
+            'a bias by distance added to the affinities', 'positions from the attention']
 
 
 def named_in_a_test():
@@ -55,8 +58,9 @@ def named_in_a_test():
 def test_every_mistake_and_variant_the_checker_names_is_named_by_a_test_that_runs_it():
     """Each entry of the checker's catalogue and each thing it measures: a fixture (or a mistake made in a
     copy of one) that gets it, run through scripts/check.py by the tests here and in test_check.py."""
-    from checker.lecture import CATALOGUE, STRUCTURE
-    every = {e[3] for entries in CATALOGUE.values() for e in entries} | {w for _, w, _ in STRUCTURE.values()}
+    from checker.lecture import CATALOGUE, MISSING, STRUCTURE
+    every = {e[3] for entries in CATALOGUE.values() for e in entries} | {w for _, w in STRUCTURE.values()} | \
+        set(MISSING.values())
     tested = named_in_a_test()
     key = lambda words: next(k for k in (re.split(r':|;|,| \(', words)[0], words[:30]) if len(k) >= 8) # its gist
     missing = sorted({words for words in every | set(MEASURED) if key(words) not in tested})
@@ -88,9 +92,9 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
      'scores = self.wq'),
     ('SelfAttentionHead', [("        scores = scores.masked_fill(~self.causal[:T, :T], float('-inf'))\n", '')],
      'no causal mask', 'scores.softmax'),
-    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(1)')], 'softmax over dim=1 (the queries)',
+    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(1)')], '`return self.drop(scores.softmax(1)) @ self.wv(x)` where the lecture has the softmax',
      'scores.softmax'),
-    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(0)')], 'softmax over dim=0 (the batch)',
+    ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(0)')], '`return self.drop(scores.softmax(0)) @ self.wv(x)` where the lecture has the softmax',
      'scores.softmax'),
     ('SelfAttentionHead', [('self.wq(x) @ self.wk(x)', 'self.wk(x) @ self.wq(x)')], 'k @ q^T for q @ k^T',
      'scores = self.wk'),
@@ -98,11 +102,12 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
     ('Attention', [('return self.drop(self.out(torch.cat', 'return self.drop((torch.cat')], 'no proj after the heads',
      'return self.drop((torch.cat'),
     ('MLP', [('self.fc2(F.relu(self.fc1(x)))', 'self.fc2(self.fc1(x))')], 'no ReLU between the two Linear layers',
-     'self.fc1 = '),
+     'self.fc2(self.fc1'),
     ('MLP', [('4 * d_model)', '2 * d_model)'), ('(4 * d_model, d_model)', '(2 * d_model, d_model)')],
      'not 4x wider inside', 'self.fc1 = '),
     ('DecoderBlock', [('x = x + self.attn(self.norm1(x))', 'x = self.attn(self.norm1(x))'),
-                      ('x = x + self.mlp(self.norm2(x))', 'x = self.mlp(self.norm2(x))')], 'no residual connections',
+                      ('x = x + self.mlp(self.norm2(x))', 'x = self.mlp(self.norm2(x))')],
+     'no residual connection around the attention; and line 68: no residual connection around the feed-forward',
      'x = self.attn('),
     ('DecoderBlock', [('x = x + self.attn(self.norm1(x))', 'x = self.norm1(x + self.attn(x))'),
                       ('x = x + self.mlp(self.norm2(x))', 'x = self.norm2(x + self.mlp(x))')], 'post-norm',

@@ -1,13 +1,13 @@
 """
-Step 2, build: the learner's settings by meaning; their models built as and where their code builds them (a
-cell, main()); a class no model holds built alone, through its signature, each parameter filled by meaning.
+Step 2, build: the learner's settings by meaning; their models built where their code builds them (a cell,
+main()); a class no model holds built alone, each parameter filled by what its name means.
 """
 import ast, builtins, contextlib, copy, dis, inspect, sys, traceback, types
 
 import torch
 import torch.nn as nn
 
-from checker.lecture import CONFIGS, LECTURE, MEANING, PLAUSIBLE, SETTINGS, norm
+from checker.lecture import CONFIGS, LECTURE, MEANING, PLAUSIBLE, SETTINGS, block_size, has, norm, width
 from checker.load import CantCheck, StandIn, builds, message, run_selected
 
 RANK = {norm(n): i for names in SETTINGS.values() for i, n in enumerate(names.split())} # n_embd before C
@@ -18,9 +18,11 @@ def meaning(name):
     return MEANING.get(name) or next((MEANING[k] for k in sorted(MEANING, key=len, reverse=True)
                                       if len(k) >= 5 and name.endswith(k)), None)
 
+fits = lambda meant, value: PLAUSIBLE.get(meant, PLAUSIBLE['size'])(value)
+
 class Settings:
-    """The learner's settings by meaning (names, then configs, then config classes; n_embd before C), else the
-    lecture's; the device is the CPU. Also a config or args the file never made: settings.n_embd."""
+    """The learner's settings by meaning (in their names, configs, config classes), else the lecture's; the
+    device is the CPU. It stands in for a config the file never made: settings.n_embd, settings['n_embd']."""
     def __init__(self, names, own):
         meant = lambda d: sum(isinstance(k, str) and norm(k) in MEANING for k in d) >= 2 # a config's keys
         self.configs = [v for k, v in names.items() if not k.startswith('__') and (
@@ -32,7 +34,7 @@ class Settings:
         for source in [names] + [c if isinstance(c, dict) else vars(c) for c in self.configs + self.classes]:
             for key, value in list(source.items()):
                 meant = isinstance(key, str) and MEANING.get(norm(key))
-                if meant and PLAUSIBLE.get(meant, PLAUSIBLE['size'])(value) and RANK[norm(key)] < rank.get(meant, 99):
+                if meant and fits(meant, value) and RANK[norm(key)] < rank.get(meant, 99):
                     self.found[meant], rank[meant] = value, RANK[norm(key)]
     def __call__(self, meant):
         if meant in self.found and meant != 'device':
@@ -49,6 +51,18 @@ class Settings:
         return self(meaning(name))
     __getitem__ = __getattr__
     get = lambda self, name, default=None: getattr(self, name, default)
+    def guesses(self):
+        """These; then, for a model whose sizes these don't fit, one head as wide as n_embd, and only that."""
+        yield self
+        for change in ({'head_size': self('n_embd')}, {'head_size': self('n_embd'), 'n_head': 1}):
+            other = copy.copy(self)
+            other.found = {**self.found, **change}
+            yield other
+
+# what the data cells define, which a notebook's generate may read: Tiny Shakespeare's characters
+CHARS = sorted("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+DATA = dict(chars=CHARS, stoi={c: i for i, c in enumerate(CHARS)}, itos=dict(enumerate(CHARS)),
+            encode=lambda s: [CHARS.index(c) for c in s], decode=lambda ids: ''.join(CHARS[i] for i in ids))
 
 class Scope(dict):
     """A build call's names: its file's, builtins, else what a name means, else a config object."""
@@ -60,23 +74,34 @@ class Scope(dict):
             self.settings(meaning(name)) if meaning(name) else self.settings
 
 def filled(config, settings):
-    """A copy of a config, those of its settings the data was to set (vocab_size: int = 0) the lecture's."""
+    """A copy of a config, what the data was to set in it (vocab_size: int = 0) the lecture's."""
     with contextlib.suppress(Exception): # (a config that can't be copied is used as it is)
         config = copy.copy(config)
         fields = config if isinstance(config, dict) else {k: getattr(config, k) for k in dir(config) if k[0] != '_'}
-        for key, value in list(fields.items()):
-            if meaning(key) and not PLAUSIBLE.get(meaning(key), PLAUSIBLE['size'])(value):
-                config.__setitem__(key, settings(meaning(key))) if isinstance(config, dict) else \
-                    setattr(config, key, settings(meaning(key)))
+        for key, value in [(k, v) for k, v in fields.items() if meaning(k) and not fits(meaning(k), v)]:
+            config.__setitem__(key, settings(meaning(key))) if isinstance(config, dict) else \
+                setattr(config, key, settings(meaning(key)))
     return config
 
+def read_as_config(cls, name):
+    """Whether cls.__init__ reads its parameter `name` as settings: name['n_embd'], name.n_embd, name.get()."""
+    todo = [cls.__init__.__code__] if hasattr(cls.__init__, '__code__') else []
+    for code in todo:
+        todo += [c for c in code.co_consts if inspect.iscode(c)]
+        ops = list(dis.get_instructions(code))
+        if any(op.opname in ('LOAD_FAST', 'LOAD_DEREF') and op.argval == name and (
+                ops[i + 1].opname in ('LOAD_ATTR', 'LOAD_METHOD') or isinstance(ops[i + 1].argval, str) and
+                ops[i + 2].opname in ('BINARY_SUBSCR', 'BINARY_OP')) for i, op in enumerate(ops[:-2])):
+            return True
+    return False
+
 def arguments(cls, settings, own):
-    """cls's parameters without a default, filled by meaning (a config: theirs, else one made)."""
+    """cls's parameters without a default, filled by meaning (settings: theirs, else one made)."""
     kwargs = {}
     for p in [p for p in inspect.signature(cls).parameters.values() if p.default is p.empty and p.kind not in (
             p.VAR_POSITIONAL, p.VAR_KEYWORD)]:
         kind = p.annotation if isinstance(p.annotation, type) and p.annotation.__module__ in own else None
-        if meaning(p.name) or not (kind or norm(p.name) in CONFIGS.split()):
+        if meaning(p.name) or not (kind or norm(p.name) in CONFIGS.split() or read_as_config(cls, p.name)):
             kwargs[p.name] = settings(meaning(p.name) or 'n_embd') # (a name that says nothing: a width)
             continue
         made = [c for c in settings.configs if kind is None or isinstance(c, kind)]
@@ -93,18 +118,20 @@ def codes(cls):
     return found
 
 def supply(classes, settings, supplied):
-    """A global the learner's classes read but never set: the lecture's value, added to supplied; the device: the
-    CPU. [(globals, name, what it was)]"""
+    """A setting or a name of the data's that the learner's classes read but never set (or set to None, {}):
+    the lecture's, the data's; the device: the CPU. [(globals, name, what it was)]"""
     put, seen = [], set()
     for cls in classes:
         scope = next((f.__globals__ for f in vars(cls).values() if inspect.isfunction(f)), {})
         for name in {i.argval for c in codes(cls) for i in dis.get_instructions(c) if i.opname == 'LOAD_GLOBAL'}:
-            if meaning(name) and (id(scope), name) not in seen and not hasattr(builtins, name) and \
-                    (name not in scope or meaning(name) == 'device'):
+            unset = name not in scope or meaning(name) == 'device' or scope[name] in (None, 0) or (
+                name in DATA and scope[name] in ({}, [], ''))
+            if (meaning(name) or name in DATA) and unset and (id(scope), name) not in seen and \
+                    not hasattr(builtins, name):
                 seen.add((id(scope), name))
                 put.append((scope, name, scope.get(name, put)))
-                scope[name] = settings(meaning(name))
-                supplied |= {(name, repr(scope[name]))} if put[-1][2] is put else set()
+                scope[name] = settings(meaning(name)) if meaning(name) else DATA[name]
+                supplied |= {(name, repr(scope[name]))} if put[-1][2] is put and meaning(name) else set()
     return put
 
 def put_back(put):
@@ -112,19 +139,24 @@ def put_back(put):
         scope.pop(name) if was is put else scope.update({name: was})
 
 def classes_of(learner):
-    return list(dict.fromkeys(v for v in learner.names.values() if isinstance(v, type) and
-                              issubclass(v, nn.Module) and v.__module__ in learner.own))
+    """The learner's nn.Module classes, and those defined inside them."""
+    found = [v for v in learner.names.values() if isinstance(v, type)]
+    for cls in found:
+        found += [v for v in vars(cls).values() if isinstance(v, type) and v not in found]
+    return list(dict.fromkeys(v for v in found if issubclass(v, nn.Module) and v.__module__ in learner.own))
 
 class Builder:
     """Builds the learner's models where their code does, each module knowing the line that made it."""
     def __init__(self, learner):
-        self.learner, self.models, self.supplied = learner, [], set()
+        self.learner, self.models, self.supplied, self.failed = learner, [], set(), set()
+        self.made, self.building = set(), False # the classes their own builds made, by name
         learner.build = self.build
     def __enter__(self): # from now on a module knows the learner's line that made it
         self.init = init = nn.Module.__init__
         def made(module, *args, **kwargs):
             init(module, *args, **kwargs)
             module.__dict__['_made_at'] = self.learner.line(module)
+            self.made |= {type(module).__name__} if self.building else set()
         nn.Module.__init__, StandIn.loading = made, True
         return self
     def __exit__(self, *exc):
@@ -136,25 +168,44 @@ class Builder:
         configs = {k: filled(v, settings) for k, v in names.items() if any(v is c for c in settings.configs)}
         value = lambda n: eval(compile(ast.Expression(n), where, 'eval'), names, Scope([configs, names], settings))
         def given(node, name):
+            meant = meaning(name or '')
             try:
-                return value(node)
+                v = value(node)
             except Exception:
-                return settings(meaning(name or '')) if meaning(name or '') else value(node)
-        with contextlib.suppress(Exception): # (their build failing, the class is built alone: its line says why)
+                return settings(meant) if meant else value(node)
+            return settings(meant) if meant and type(v) is int and not fits(meant, v) else v # (len(chars) of '')
+        try: # (their build failing, the class is built alone: its line says why)
             cls = value(call.func)
             params = [p.name for p in inspect.signature(cls).parameters.values()] + [None] * len(call.args)
             torch.manual_seed(1337)
+            self.building = True
             m = cls(*[given(a, params[i]) for i, a in enumerate(call.args)],
                     **{k.arg: given(k.value, k.arg) for k in call.keywords if k.arg})
             self.models += [(m, (where, call.lineno))] * isinstance(m, nn.Module)
+        except Exception as e:
+            self.failed.add(message(e))
+        self.building = False
         put_back(put)
+    def given(self, expression):
+        """The model that --build's expression builds, in the learner's names."""
+        torch.manual_seed(1337)
+        put = supply(classes_of(self.learner), Settings(self.learner.names, self.learner.own), self.supplied)
+        try:
+            self.building = True
+            m = eval(expression, self.learner.names)
+        except Exception as e:
+            raise CantCheck(f"--build {expression}: {message(e)}") from None
+        finally:
+            put_back(put)
+        if not isinstance(m, nn.Module):
+            raise CantCheck(f"--build {expression} builds a {type(m).__name__}, not a model")
+        self.models.append((m, None))
     def functions(self):
         """The models built in main(), train(config), ...: its body run as a file's, its defaults live."""
         argv, sys.argv = sys.argv, [self.learner.path]
         for node, names in [(n, ns) for n, ns in self.learner.functions if n.name != '__init__' and
                             builds(n, self.learner, ns) and inspect.isfunction(ns.get(n.name))]:
-            fn = names[node.name]
-            settings = Settings(names, self.learner.own)
+            fn, settings = names[node.name], Settings(names, self.learner.own)
             local = {**names, **{p.name: p.default if p.default is not p.empty else settings(meaning(p.name)) if
                                  meaning(p.name) else settings for p in inspect.signature(fn).parameters
                                  .values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}}
@@ -162,24 +213,31 @@ class Builder:
                 run_selected(ast.Module(node.body, []), self.learner, local, fn.__code__.co_filename)
         sys.argv = argv
     def instances(self, classes, settings):
-        """{class: the instance checked, or why it can't be built}: the one their latest model holds, else
-        the largest built alone holds; for a stub, the one of its name their model holds."""
+        """{class: the instance checked, or why it can't be built}: the one their latest model holds, else the
+        largest built alone holds; for a stub, the one of its name their model holds."""
         built, alone = {type(s): s for m, _ in self.models for s in safe_modules(m)[::-1]}, {} # (the first)
         for cls in [c for c in classes if c not in built]:
-            torch.manual_seed(1337)
-            kwargs = {}
-            try:
-                kwargs = arguments(cls, settings, {c.__module__ for c in classes})
-                m = alone[cls] = cls(**kwargs)
+            raised = []
+            for guess in settings.guesses(): # the first that builds, unless a later one also runs
+                torch.manual_seed(1337)
+                kwargs = {}
+                try:
+                    kwargs = arguments(cls, guess, {c.__module__ for c in classes})
+                    m = cls(**kwargs)
+                except Exception as e:
+                    raised.append(message(e))
+                    alone.setdefault(cls, unbuilt(cls, kwargs, e, classes, self.failed))
+                    continue
                 if not isinstance(vars(m).get('_modules'), dict):
                     alone[cls] = Unbuilt(f"{cls.__name__}.__init__ never calls super().__init__()")
                     alone[cls].by = cls
-            except Exception as e:
-                shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>"
-                                  for k, v in kwargs.items())
-                alone[cls] = Unbuilt(f"can't build {cls.__name__}({shown}): {message(e)}")
-                alone[cls].by = next((c for f in traceback.extract_tb(e.__traceback__)[::-1] for c in classes
-                                      if (f.filename, f.lineno) in code_lines(c)), None) # (whose own code raised)
+                    break
+                works = runs_alone(m, guess)
+                alone[cls] = m if works or not isinstance(alone.get(cls), nn.Module) else alone[cls]
+                if works:
+                    break
+            if isinstance(alone[cls], Unbuilt) and len(raised) == 3 and len(set(raised)) == 1:
+                alone[cls].theirs = True # whatever the sizes, the same error: their code's
         for m in sorted([m for m in alone.values() if isinstance(m, nn.Module)], key=lambda m: len(safe_modules(m))):
             alone.update({type(s): s for s in safe_modules(m)[1:] if type(s) in alone}) # the larger holds it
         named = {type(s).__name__: s for m, _ in self.models for s in safe_modules(m)}
@@ -187,11 +245,27 @@ class Builder:
                 for c in classes}
 
 class Unbuilt(str):
-    """Why a class can't be built; by: the learner's class whose own code raised (None: not theirs)."""
-    by = None
+    """Why a class can't be built; by: the class whose own code raised; theirs: whether their own build raised
+    it too (else the checker's guess may be what fails)."""
+    by, theirs = None, False
+
+def unbuilt(cls, kwargs, e, classes, failed):
+    shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>" for k, v in kwargs.items())
+    why = Unbuilt(f"can't build {cls.__name__}({shown}): {message(e)}")
+    why.by = next((c for f in traceback.extract_tb(e.__traceback__)[::-1] for c in classes
+                   if (f.filename, f.lineno) in code_lines(c)), None)
+    why.theirs = message(e) in failed
+    return why
+
+def runs_alone(m, settings):
+    """Whether a module built alone runs on an input of its size: whether a guess fits it."""
+    with contextlib.suppress(Exception), torch.no_grad():
+        T = min(8, block_size(m, settings))
+        m.eval()(torch.zeros(2, T, dtype=torch.long) if has(m, nn.Embedding) else torch.randn(2, T, width(m)))
+        return True
+    return False
 
 def code_lines(cls):
-    """The (file, line)s of the code of a class's own methods."""
     return {(code.co_filename, line) for code in codes(cls) for *_, line in code.co_lines()}
 
 def safe_modules(m):

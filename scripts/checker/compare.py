@@ -1,114 +1,351 @@
 """
-Step 4, compare: a learner's part beside the lecture's computation on its own layers and the input its model
-gives it; where they differ, the catalogue's changes, alone and in pairs, and what it does (explain.py).
+Step 4, compare: a part beside the lecture's, computed step by step on its own layers and input. Where no
+tensor of theirs equals the lecture's next value, the two part: what their code does there is named at its
+line, and the walk goes on to the next difference.
 """
+import contextlib, re
+from typing import NamedTuple
+
 import torch
-import torch.nn as nn
 
 from checker import explain
-from checker.lecture import LAYOUTS, LECTURES, STAGES, STRUCTURE, layers, out_of, search, stage_of
+from checker.lecture import (ATTENTIONS, CATALOGUE, HINTS, LAYOUTS, LECTURES, MISSING, STEP, STRUCTURE, Steps, layers,
+                             out_of, places, stage_of, width)
 from checker.load import Missing, message
-from checker.run import MATMULS, Trace, call
+from checker.run import Trace, call, tensors
 
-OUTPUT = {'dim', 'mask', 'scale'} # what a part's output shows, and the catalogue explains
+TOL = 1e-4 # relative: the same math in another order differs by about 1e-6; a mistake, by far more
 SDPA = 'scaled_dot_product_attention' # PyTorch's attention: the scale, the mask and the softmax in one call
+ALIBI = 'a bias by distance added to the affinities (ALiBi), for a position table'
+INSIDE = ('q @ k^T', 'scaled', 'masked', 'softmax', 'masked after') # the steps it makes unseen
+AFTER = ('masked', 'softmax', 'ln_f', 'blocks') # a step skipped is shown where what follows takes its input
 
-def locate(anchor, events, m, lay):
-    """Where a catalogued change shows: an op of the part's own code, a layer's call, or where it is made."""
-    theirs = set().union(*(explain.own_lines(s) for s in m.modules() if s is not m)) # (the parts inside it)
-    ops = [e for e in events if e.module is None and e.at not in theirs] # (its code, and what it calls)
-    first = lambda *names: next((e.at for e in ops if e.name in names), None)
-    last = lambda *names: next((e.at for e in ops[::-1] if e.name in names), None)
-    if anchor in ('sa', 'ffwd', 'tok', 'pos', 'head', 'ln'):
-        target = lay['norms'][0] if anchor == 'ln' else lay.get(anchor)
-        return next((e.at for e in events if e.module is target and target is not None), None)
-    if anchor in ('linear', 'sa made'):
-        return (lay['linears'][0] if anchor == 'linear' else lay['sa']).__dict__.get('_made_at')
-    return {'scores': lambda: first(*MATMULS, SDPA), 'mask': lambda: first('masked_fill', 'where', 'softmax', SDPA),
-            'softmax': lambda: first('softmax', SDPA), 'values': lambda: last(*MATMULS), 'cat': lambda: first('cat'),
-            'split': lambda: first('view', 'reshape', 'transpose'), 'merge': lambda: last('view', 'reshape'),
-            'mean': lambda: first('mean')}.get(anchor, lambda: None)()
+class Finding(NamedTuple):
+    """A 'mistake', the 'video''s way, a 'variant', a 'note' or why it 'cant' be checked, in a part ('': none)."""
+    part: str
+    kind: str
+    words: str
+    at: tuple = None
 
-def structure(kind, m, lay, stage, context, ctx):
-    """What a part's layers say, where its output can't: STRUCTURE's keys, for the stage of its context."""
-    found = ['no proj'] * (kind in ('MultiHeadAttention', 'fused attention') and lay['proj'] is None and context >= 5)
-    if kind == 'FeedForward':
-        found += ['one linear'] * (len(lay['linears']) == 1 and context >= 5)
-        wide = len(lay['linears']) == 2 and lay['linears'][0].out_features != 4 * lay['linears'][0].in_features
-        found += ['not 4x' if 'ffwd_size' not in ctx.settings.found else 'set width'] * wide
-    if kind == 'Block':
-        head = isinstance(lay['sa'], nn.Module) and ctx.role_of(lay['sa']) == 'Head' and \
-            [c for _, c in layers(lay['sa'], nn.Linear)] # its key, query and value: each n_embd wide?
-        found += ['no norms'] * (stage < 6 and context >= 6)
-        found += ['one head'] * bool(head and len(head) >= 2 and all(c.out_features == c.in_features for c in head))
-    if kind in ('Head', 'fused attention'):
-        found += ['qkv bias'] * any(c.bias is not None for _, c in layers(m, nn.Linear)[:3 if kind == 'Head' else 1])
-    if kind == 'the model':
-        found += lay['structure'] + ['no ln_f'] * (lay['final'] is None and stage >= 6)
-        if lay['pos'] is None and not lay['bigram']:
-            found.append('rotary' if any(type(s) in ctx.rotary for s in m.modules()) else 'no positions')
-    return found
+def close(a, b):
+    """The same values: the finite ones within TOL, the infinite ones (a mask's -inf) alike."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
+        return False
+    a, b = a.float(), b.float()
+    finite = a.isfinite()
+    if not torch.equal(finite, b.isfinite()) or not torch.equal(a[~finite].nan_to_num(), b[~finite].nan_to_num()):
+        return False
+    a, b = a[finite], b[finite]
+    return not a.numel() or (a - b).abs().max().item() <= TOL * max(1e-6, a.abs().max().item(), b.abs().max().item())
+
+def size(t):
+    """The sum and the largest of a tensor's finite values' sizes: close tensors have close sums."""
+    t = t.float().nan_to_num(0, 0, 0).abs()
+    return t.sum().item(), t.max().item() if t.numel() else 0
+
+def canon(t, B, T):
+    """t as (B, T, the rest): (B,nh,T,hs), (B*nh,T,hs), (B,T,nh,hs), (B,T,C) alike; (T,C) as (1,T,C)."""
+    if t.dim() >= 3 and t.shape[0] > B and t.shape[0] % B == 0: # the heads in the batch
+        t = t.reshape(B, -1, *t.shape[1:])
+    t = t if t.dim() >= 2 and t.shape[0] == B else t[None]
+    time = [d for d in range(1, t.dim()) if t.shape[d] == T]
+    return t.movedim(time[0], 1).reshape(t.shape[0], T, -1) if time else None
+
+def relayout(c, like, B, T):
+    """A tensor as canon gives it, laid out as `like`."""
+    where = canon(torch.arange(like.numel()).reshape(like.shape), B, T).reshape(-1)
+    out = torch.empty(like.numel(), dtype=c.dtype)
+    out[where] = c.reshape(-1)
+    return out.reshape(like.shape)
+
+class Theirs:
+    """The tensors a part of theirs made, as canon gives them, and those its output is made of."""
+    def __init__(self, trace, out, B, T, learner, m):
+        self.events, self.B, self.T, self.learner, self.m = trace.events, B, T, learner, m
+        self.own, self.used = explain.own_lines(m), trace.leading_to(out)
+        self.out = self.canon(out)
+        self.found = [(i, c) for i, e in enumerate(self.events) if e.module is None
+                      for c in map(self.canon, e.values) if c is not None]
+        self.sizes = [(c.shape, size(c)) for _, c in self.found] # (to pass over most at a glance)
+        self.sdpa = next((i for i in sorted(self.used) if self.events[i].name == SDPA), None)
+    def canon(self, t):
+        return canon(t, self.B, self.T) if isinstance(t, torch.Tensor) and t.dim() else None
+    def find(self, value, used=True):
+        """The event that made value, in any layout (one the output is made of)."""
+        c = self.canon(value)
+        shape, (n, top) = (c.shape, size(c)) if c is not None else (None, (0, 0))
+        near = lambda m: abs(m[0] - n) <= TOL * c.numel() * max(m[1], top, 1e-6) # (what close allows, summed)
+        return next((i for (i, t), (s, m) in zip(self.found, self.sizes) if (i in self.used or not used) and
+                     s == shape and near(m) and close(t, c)), None)
+    def after(self, i):
+        """The events that take event i's result (-1: the input), of those the output is made of."""
+        return [k for k in sorted(self.used) if i in self.events[k].parents]
+    def where(self, i):
+        """The part's own line that makes event i's result: the call's, or that of the layer that returns it
+        (in an nn.Sequential, where that was made)."""
+        t = self.events[i].outs[0] if i is not None and i >= 0 else None
+        for w in [w for w in self.events[i:] if w.module not in (None, self.m) and any(o is t for o in w.outs) and
+                  not any(a is t for a in tensors(w.args))] if t is not None else []: # (a Dropout in eval: not)
+            made, child = w.module.__dict__.get('_made_at'), any(w.module is c for c in self.m.children())
+            if child and w.at in self.own or made and (not child and made in self.own or w.at is None):
+                return w.at if child and w.at else made
+        return self.events[i].at if t is not None else None
+    def source(self, i):
+        text = self.learner.source(self.where(i)) if self.where(i) else ''
+        return text if len(text) <= 70 else text[:67] + '...'
+
+# ------------ the walk
+
+def lecture(compute, lay, x, o, swaps):
+    """The lecture's steps for x (None: their layers can't make them so)."""
+    steps = Steps(swaps)
+    with torch.no_grad(), contextlib.suppress(Exception):
+        steps('output', compute(lay, x, o, steps))
+        return steps
+
+def parting(steps, theirs):
+    """The index of the step after the last their code makes too (F.scaled_dot_product_attention makes those
+    it hides); None: the same output; -1: no steps."""
+    if steps is None:
+        return -1
+    names = list(steps.values)[:-1]
+    made = [theirs.sdpa is not None and n in INSIDE or theirs.find(steps.values[n]) is not None for n in names]
+    last = max((i for i, m in enumerate(made) if m), default=-1)
+    same = theirs.out is not None and close(theirs.out, theirs.canon(steps.values['output']))
+    return None if same and last == len(names) - 1 else last + 1
+
+def walk(kind, lay, x, theirs):
+    """([(kind, words, at)] of what their part does otherwise, step by step; whether that is all; the steps)."""
+    compute, o = LECTURES[kind][0], dict(LECTURES[kind][1])
+    run, swaps, said = lambda o, swaps: lecture(compute, lay, x, o, swaps), {}, []
+    for _ in range(6):
+        steps = run(o, swaps)
+        i = parting(steps, theirs)
+        if i is None:
+            return said, True, steps
+        chosen = best(kind, steps, max(i, 0), o, swaps, theirs, run)
+        if chosen is None:
+            at = theirs.where(next(iter(replacements(steps, i, theirs)), (None,))[0]) if steps else None
+            words = nothing(steps, i, theirs) if steps else "the lecture's computation can't run on its layers"
+            return said + [('mistake', words, at)], False, steps
+        (rank, what, o, swaps), new = chosen
+        said += finding(rank, what, steps, new, i, theirs)
+    return said, False, steps
+
+NEEDS = {0: 0, 1: 1, 2: 0, 3: 1} # a step skipped (1) or replaced (3) matches by itself: one more must too
+
+def best(kind, steps, i, o, swaps, theirs, run):
+    """The change at step i that takes the two furthest together: ((rank, what, o, swaps), new steps)."""
+    defaults, scored = LECTURES[kind][1], []
+    tries = [(0, e, dict(o, **{e[0]: e[1]}), swaps) for e in CATALOGUE.get(kind, []) if o[e[0]] == defaults[e[0]]]
+    for t in tries + (others(steps, i, o, swaps, theirs) if steps else []):
+        new = run(*t[2:])
+        p = -1 if new is None else len(new.values) + 1 if parting(new, theirs) is None else parting(new, theirs)
+        shows = new and (t[0] or not t[1][4] or any(theirs.find(new.values.get(n)) is not None for n in t[1][4]))
+        if p > i + NEEDS[t[0]] + (t[0] == 1 and len(t[1]) > 1) and shows: # (the catalogue's, in a value of theirs)
+            scored.append((p, t, new))
+    top = max((p for p, *_ in scored), default=None)
+    return min([(t, new) for p, t, new in scored if p == top], key=lambda c: (c[0][0], not hinted(c[0], theirs, steps)),
+               default=None)
+
+def others(steps, i, o, swaps, theirs):
+    """Changes at step i: a step skipped (or two), a value of theirs in between, or in its place."""
+    names, tries = list(steps.values), []
+    name, theirs_for = names[min(i, len(names) - 1)], lambda c: lambda v: relayout(c, v, theirs.B, theirs.T)
+    skippable = [n for n in names[:i + 2] if n not in swaps and steps.before.get(n) is not None and (
+        n in names[i:i + 2] or theirs.sdpa is not None and n in INSIDE)]
+    for skip in [(n,) for n in skippable] + [tuple(names[i:i + 2])] * (names[i:i + 2] == skippable[-2:] != []):
+        tries.append((1, skip, o, dict(swaps, **dict.fromkeys(skip, 'skip'))))
+    if 0 < i < len(names) - 1 and steps.before.get(name) is steps.values[names[i - 1]]:
+        tries += [(2, (names[i - 1], event), o, dict(swaps, **{names[i - 1]: theirs_for(c)}))
+                  for event, c in replacements(steps, i, theirs, like=names[i - 1])]
+    return tries + [(3, (name, event), o, dict(swaps, **{name: theirs_for(c)}))
+                    for event, c in (replacements(steps, i, theirs) if name != 'output' else [])]
+
+def replacements(steps, i, theirs, like=None):
+    """[(event, canon value)] their code makes from the last step shared, of the size of step like (i)."""
+    names = list(steps.values)
+    start = theirs.find(steps.values[names[i - 1]]) if i > 0 else -1
+    like = theirs.canon(steps.values[names[min(i, len(names) - 1)] if like is None else like])
+    found, todo = [], [start] if start is not None else []
+    for _ in range(8):
+        todo = [k for j in todo for k in theirs.after(j)]
+        found += [(k, c) for k in todo for c in map(theirs.canon, theirs.events[k].values)
+                  if like is not None and c is not None and c.shape == like.shape]
+    if not found and like is not None:
+        found = [(k, c) for k, c in theirs.found if k in theirs.used and c.shape == like.shape][:1]
+    return list(dict(found).items())
+
+def hinted(t, theirs, steps):
+    """Whether their line says which of two readings it is, where both give one number (C = head_size**2)."""
+    return not t[0] and t[1][1] in HINTS and bool(re.search(HINTS[t[1][1]], theirs.source(
+        theirs.find(steps.values.get('scaled')))))
+
+def finding(rank, what, steps, new, i, theirs):
+    """[(kind, words, at)] for the change chosen at step i."""
+    if rank == 0: # at the (first) line of theirs that makes its step
+        lines = [theirs.where(theirs.find(new.values[n])) for n in what[4] or () if n in new.values]
+        return [(what[2], what[3], min(filter(None, lines), key=lambda at: at[1], default=theirs.where(theirs.sdpa)))]
+    if rank == 2: # a step of theirs in between
+        (name, event), after = what, list(steps.values)[i]
+        if name == 'scaled' and distance_bias(new.values[name] - steps.values[name]):
+            return [('variant', ALIBI, theirs.where(event))]
+        return [('mistake', f"`{theirs.source(event)}` changes {STEP.get(name, name)} before "
+                            f"{STEP.get(after, after)}: the lecture has nothing in between", theirs.where(event))]
+    if rank == 3: # a value of theirs in the step's place
+        name, event = what
+        value = relayout(next(c for c in map(theirs.canon, theirs.events[event].values) if c is not None),
+                         steps.values[name], theirs.B, theirs.T)
+        return [('mistake', described(name, value, steps, event, theirs), theirs.where(event))]
+    said = []
+    for name in what: # a step skipped: at the line that makes its input (or takes it)
+        dropped = theirs.find(new.made[name], used=False)
+        made = theirs.sdpa if theirs.sdpa is not None and name in INSIDE else theirs.find(steps.before[name])
+        if name in AFTER and made != theirs.sdpa:
+            made = next(iter(theirs.after(made) if made is not None else []), None)
+        said.append(('mistake', never_used(name, theirs.events[dropped]), theirs.where(dropped)) if dropped is not
+                    None else ('mistake', MISSING.get(name, f"{STEP.get(name, name)} is missing"), theirs.where(made)))
+    return said
+
+def described(name, value, steps, event, theirs):
+    """Words for a value of theirs in a step's place, by a property of it."""
+    before = steps.before.get(name)
+    if name == 'scaled' and isinstance(before, torch.Tensor):
+        keep = before.abs() > 1e-3
+        factor, hs = (value[keep] / before[keep]).median().item(), steps.values['q'].shape[-1]
+        return f"the affinities scaled by {factor:.3g}, not by head_size**-0.5 = {hs**-0.5:.3g} (head_size {hs})"
+    future = value[..., torch.ones(value.shape[-1], value.shape[-1]).triu(1).bool()] if name == 'masked' else None
+    if future is not None and future.isfinite().any():
+        return "the future filled with 0, not -inf, before the softmax: it still gets weight" if (future == 0).all() \
+            else "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
+    return f"`{theirs.source(event)}` where the lecture has {STEP.get(name, name)}"
+
+def distance_bias(added):
+    """Whether what is added to the affinities is the same for every example and falls with the distance to
+    the key, alike at each distance: a position bias (ALiBi)."""
+    T = added.shape[-1]
+    rows, d = added[0].reshape(-1, T, T), torch.arange(T)[:, None] - torch.arange(T) # (a head's, each)
+    return torch.allclose(added, added[:1].expand_as(added), atol=1e-5) and bool((rows[:, d > 0] < 0).all()) and \
+        all(torch.allclose(r[d == k], r[d == k][:1].expand(T - k), atol=1e-5) for r in rows for k in (1, 2))
+
+def never_used(name, e):
+    if e.name == 'masked_fill':
+        return "masked_fill's result is never assigned (it returns a new tensor): the future talks to the past; " \
+               "write wei = wei.masked_fill(...)"
+    return f"{STEP.get(name, name)} is made, but the result is never used"
+
+def nothing(steps, i, theirs):
+    """Words for a step their code makes nothing like."""
+    names = list(steps.values)
+    name = names[min(i, len(names) - 1)]
+    dropped = theirs.find(steps.values[name], used=False)
+    if name == 'output' and dropped is not None: # what it returns is made from the lecture's output
+        return f"`{theirs.source(next(iter(theirs.after(dropped)), None))}` comes after {STEP[names[-2]]}, which " \
+               "the lecture returns as it is"
+    if dropped is not None:
+        return never_used(name, theirs.events[dropped])
+    instead = next(iter(replacements(steps, i, theirs)), (None,))[0]
+    return f"{STEP.get(name, name)}: your code computes `{theirs.source(instead)}` instead, and what follows " \
+           "differs" if instead is not None else f"{STEP.get(name, name)}: your code makes nothing like it"
+
+# ------------ a part checked: the walk, what its layers say, what is measured as it runs
+
+DROPPED = {'Head': ('softmax', 'masked after'), 'fused attention': ('softmax', 'masked after', 'proj'),
+           'MultiHeadAttention': ('proj',), 'FeedForward': ('linear 2', 'linear 3')} # where the lecture drops out
 
 def check_part(label, m, kind, ctx, context, learner):
-    """(its line; 'ok', 'differs' or 'cant'; fix(instance): the lecture's computation on its layers, or None)."""
-    args, kwargs = ctx.example(m)
+    """(status, [(kind, words, at)], stage, fix(instance): the lecture's part on its layers, or None)."""
+    (x, *rest), kwargs = ctx.example(m)
     try:
         with torch.no_grad(), Trace(learner) as t:
-            raw = call(m.eval(), args, kwargs) if kind == 'the model' else m.eval()(*args, **kwargs)
+            given = x.clone() # (their code may change its input in place)
+            t.made[id(given)] = -1
+            raw = call(m.eval(), [given, *rest], kwargs) if kind == 'the model' else m.eval()(given, *rest, **kwargs)
     except Exception as e:
+        if 'missing the required "forward"' in str(e): # (def foward: PyTorch's forward runs)
+            return 'differs', [('mistake', f"it has no forward (misspelt?): {message(e)}", None)], 7, None
         if isinstance(e, Missing) or not learner.raised(e):
-            return f"can't be checked: {'your ' + label if isinstance(e, Missing) else 'running it, the checker'} " \
-                   f"{'' if isinstance(e, Missing) else 'failed: '}{message(e)}", 'cant', None
+            who = f"your {label}" if isinstance(e, Missing) else 'running it, the checker failed:'
+            return 'cant', [('cant', f"can't be checked: {who} {message(e)}", None)], 7, None
         if id(m) not in ctx.inputs: # built alone with guessed sizes: the guess may be what failed
-            return f"can't be checked alone: no model of yours holds it, and built as the checker guessed, it raised " \
-                   f"on {tuple(args[0].shape)}: {message(e)}", 'cant', None
-        return f"raised on {tuple(args[0].shape)}: {message(e)}", 'differs', None
-    x, mine, events = args[0], out_of(raw), t.events
-    measured = explain.registered(m, events) + explain.twice(m, events, ctx) + \
-        explain.eval_mode(m, args, kwargs, learner)
+            return 'cant', [('cant', f"can't be checked alone: no model of yours holds it, and built as the "
+                             f"checker guessed, it raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
+        return 'differs', [('mistake', f"raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
+    events = t.events
+    said = explain.registered(m, events) + explain.eval_mode(m, [x, *rest], kwargs, learner)
     try:
         layouts = LAYOUTS[kind](m, ctx)
-    except LookupError as e: # what was measured says why, else its layers
-        return verdict(measured, 7, [], False, learner)[0] if measured else f"differs: your {label} {e.args[0]}", \
-            'differs', None
-    changes, lay = search(kind, layouts, mine, x)
-    ctx.rotary |= {type(m)} if any(e[0] == 'rotary' for e in changes or ()) else set()
+    except LookupError as e:
+        return 'differs', said or [('mistake', f"your {label} {e.args[0]}", None)], 7, None
+    theirs = Theirs(t, out_of(raw), x.shape[0], x.shape[1], learner, m)
+    random = any('eval mode' in f[1] or 'while it runs' in f[1] for f in said) # (nothing to compare with)
+    walks = [] if random else [(walk(kind, lay, x, theirs), lay) for lay in layouts]
+    (found, ok, steps), lay = max(walks, key=lambda w: (w[0][1], -sum(f[0] == 'mistake' for f in w[0][0]))) \
+        if walks else (([], True, None), layouts[0])
     stage = stage_of(m, kind, lay, ctx)
-    measured += explain.attention(events, x, m) if kind in ('Head', 'fused attention') else \
-        explain.heads_width(lay, x) if kind == 'MultiHeadAttention' else \
-        explain.residual(m, lay, x, learner) if kind == 'Block' else \
-        explain.repeated([b for b in lay['body'] if b not in lay['extra']]) + explain.extra(lay, events, ctx) \
-        if kind == 'the model' else []
-    topics = {e[0] for e in changes or ()} # where both name one, what was measured says it, if at a line
-    measured = [f for f in measured if f[0] not in OUTPUT or changes is None or f[0] in topics and f[3]]
-    said = [f for f in measured if f[0] in topics] + [(e[0], e[2], e[3], locate(e[4], events, m, lay))
-                                                      for e in changes or () if e[0] not in {f[0] for f in measured}]
-    said += [f for f in measured if f[0] not in topics]
-    said += [(k, *STRUCTURE[k][:2], locate(STRUCTURE[k][2], events, m, lay))
-             for k in structure(kind, m, lay, stage, max(context, stage), ctx)]
-    differs = changes is None and not any(f[1] == 'mistake' for f in said)
-    line, ok = verdict(said, stage, explain.unused(m, args, kwargs, ctx), differs, learner)
-    if ok or not isinstance(raw, torch.Tensor) or kind == 'the model':
-        return line, 'ok' if ok else 'differs', None
-    (compute, defaults), which = LECTURES[kind], next(i for i, each in enumerate(layouts) if each is lay)
+    said += explain.heads_width(lay, x) if kind == 'MultiHeadAttention' else explain.repeated(
+        [b for b in lay['body'] if b not in lay['extra']]) if kind == 'the model' else []
+    shown = lambda step: theirs.where(theirs.find(steps.values[step])) if steps and step in steps.values else None
+    said += found + [(*STRUCTURE[k], at) for k, at in structure(kind, m, lay, stage, max(context, stage), ctx, shown,
+                                                                 steps)]
+    ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
+    said += dropouts(kind, steps, theirs, events, m) if ok and not any(f[0] == 'mistake' for f in said) else []
+    said += [('note', f"your {', '.join(never)} {'is' if len(never) == 1 else 'are'} defined but never used", None)
+             for never in [explain.unused(m, [x, *rest], kwargs, ctx)] if never]
+    if not any(f[0] == 'mistake' for f in said):
+        return 'ok', said, stage, None
+    if not isinstance(raw, torch.Tensor) or kind == 'the model':
+        return 'differs', said, stage, None
+    compute, defaults = LECTURES[kind]
+    which = next(i for i, each in enumerate(layouts) if each is lay)
     def fix(s): # s's forward as the lecture computes it on s's layers, where it can be computed
         lay = LAYOUTS[kind](s, ctx)[which]
-        compute(lay, ctx.example(s)[0][0], defaults)
-        return lambda *a, **k: compute(lay, a[0], defaults)
-    return line, 'differs', fix
+        compute(lay, ctx.example(s)[0][0], defaults, Steps())
+        return lambda *a, **k: compute(lay, a[0], defaults, Steps())
+    return 'differs', said, stage, fix
 
-def verdict(said, stage, never, differs, learner):
-    """The words for a part: its mistakes at their lines, else matches (at its stage, as the video, a variant)."""
-    at = lambda f: f"{learner.place(f[3])}: " if f[3] else ''
-    mistakes = list(dict.fromkeys(at(f) + f[2] for f in sorted(said, key=lambda f: f[3] and f[3][1] or 1e9)
-                                  if f[1] == 'mistake'))
-    tail = f"; your {', '.join(never)} {'is' if len(never) == 1 else 'are'} defined but never used" if never else ''
-    if differs:
-        return "differs: none of the catalogued mistakes, alone or in pairs, gives its output, and nothing " \
-               "measured explains it" + tail, False
-    if mistakes:
-        return "differs: " + '; and '.join(mistakes) + tail, False
-    line = 'matches' + (f" stage {stage} ({', '.join(STAGES[stage])})" if stage < 7 else '')
-    line += ', as in the video' * any(f[1] == 'video' for f in said)
-    notes = list(dict.fromkeys(f[2] if f[1] == 'video' else f"a variant, {f[2]}" for f in said))
-    return line + (': ' + '; '.join(notes) if notes else '') + tail, True
+def dropouts(kind, steps, theirs, events, m):
+    """Dropout where the lecture has none (on the residual stream: a mistake); F.scaled_dot_product_attention."""
+    mine, found = explain.own_lines(m), []
+    for e in [e for e in events if e.at in mine and (e.name == 'dropout' or type(e.module).__name__ == 'Dropout')]:
+        dropped = theirs.find(e.args[0], used=False)
+        step = next((n for n, v in steps.values.items() if dropped is not None and theirs.find(v, False) == dropped),
+                    None)
+        if step in ('x + sa', 'x + ffwd'):
+            found.append(('mistake', 'dropout on the residual stream: in training it drops x itself; the lecture '
+                                     "drops each branch's output before the add", e.at))
+        elif step and step not in DROPPED.get(kind, ()) and e.at not in [f[2] for f in found]:
+            found.append(('variant', f"dropout on {STEP.get(step, step)} (the lecture has none there)", e.at))
+    return found + [('variant', 'F.scaled_dot_product_attention: the affinities, their scale, the mask, the softmax '
+                                'and wei @ v in one call', e.at) for e in events if e.name == SDPA and e.at in mine][:1]
+
+def structure(kind, m, lay, stage, context, ctx, shown, steps):
+    """[(STRUCTURE's key, at)]: what a part's layers say, for its context's stage."""
+    made = lambda layer: layer.__dict__.get('_made_at') if layer is not None else None
+    attention = kind in ('MultiHeadAttention', 'fused attention')
+    found = [('no proj', shown('cat') or shown('merged'))] * (attention and lay['proj'] is None and context >= 5)
+    if kind == 'FeedForward':
+        first = lay['linears'][0]
+        found += [('one linear', made(first))] * (len(lay['linears']) == 1 and context >= 5)
+        if len(lay['linears']) == 2 and first.out_features not in (4 * first.in_features, 8 * first.in_features):
+            found.append(('not 4x' if 'ffwd_size' not in ctx.settings.found else 'set width', made(first)))
+    if kind == 'Block':
+        sa = lay['sa'] if isinstance(lay['sa'], torch.nn.Module) else None
+        head = sa is not None and ctx.role_of(sa) == 'Head' and [c for _, c in layers(sa, torch.nn.Linear)]
+        found += [('no norms', shown('sa'))] * (stage < 6 and context >= 6)
+        found += [('one head', made(sa))] * bool(head and len(head) >= 2 and all(
+            c.out_features == c.in_features for c in head))
+    if kind == 'Head' and steps and lay['qkv'](steps.values['q'].new_zeros(1, 1, width(m)))[2] is None:
+        found.append(('x for v', shown('wei @ v')) if shown('wei @ v') else ('no value', None))
+    if kind in ('Head', 'fused attention'):
+        own = [c for _, c in layers(m, torch.nn.Linear)]
+        found += [('qkv bias', None)] * any(c.bias is not None for c in own[:3 if kind == 'Head' else 1])
+        found += [('fused qkv', made(own[0]))] * any(c.out_features == 3 * c.in_features for c in own)
+    if kind in ('Block', 'the model'):
+        found += [('rmsnorm', None)] * any(type(c).__name__ == 'RMSNorm' for c in m.children())
+    if kind == 'the model':
+        found += [(k, None) for k in lay['structure']]
+        found += [('no ln_f', shown('logits'))] * (lay['final'] is None and stage >= 6)
+        if lay['pos'] is None and not lay['bigram']:
+            found.append(('positions', None) if ctx.positions else ('no positions', shown('tok')))
+    return found

@@ -1,7 +1,7 @@
 """
-What the checker knows of the lecture: the names learners give its settings and layers, its stages, each
-part's computation (on the learner's own layers, `lay`), the catalogue of mistakes and variants, and what a
-module of the learner's is, whatever its name: by its layers, and by whether its positions hear each other.
+What the checker knows of the lecture: the names learners give its settings and layers, its stages, each part's
+computation step by step (on the learner's own layers, `lay`), the changes learners make to it, and what a
+module of the learner's is, by its layers and by what it does.
 """
 import contextlib, itertools, math
 
@@ -21,8 +21,8 @@ SETTINGS = {
                   'max_seq_len sequence_length max_len max_length n_ctx ctx context max_context block '
                   'context_window max_seq_length n_positions',
     'head_size': 'head_size head_dim d_head d_k dk hs head_dimension',
-    'ffwd_size': 'd_ff dff ff_dim ffn_dim ffwd_dim dim_ff dim_feedforward inner_dim mlp_dim d_inner ff_size ffn_size '
-                 'ffwd_size intermediate_size hidden_dim_ff',
+    'ffwd_size': 'd_ff dff ff_dim ffn_dim ffwd_dim dim_ff dim_feedforward inner_dim mlp_dim d_inner ff_size '
+                 'ffn_size ffwd_size intermediate_size hidden_dim_ff',
     'dropout': 'dropout dropout_rate dropout_p p_dropout drop drop_rate dropout_prob pdrop resid_pdrop p_drop',
     'vocab_size': 'vocab_size n_vocab vocab num_tokens n_tokens vocab_len vocabulary_size num_chars n_chars '
                   'vocab_dim tgt_vocab_size v', 'bias': 'bias use_bias', 'device': 'device'}
@@ -48,222 +48,292 @@ STAGES = {1: ('bigram', '22:11'), 2: ('one self-attention head', '1:02:00'), 3: 
           7: ('scaled up, dropout', '1:37:49')}
 ATTENTIONS = ('Head', 'MultiHeadAttention', 'fused attention')
 
-# ------------ each part as the lecture computes it; o: the options, which the catalogue below changes
+# ------------ each part as the lecture computes it, step by step
+
+class Steps:
+    """at(name, value, before): a step's value; swaps: 'skip' (its value is before) or the learner's value."""
+    def __init__(self, swaps=None):
+        self.swaps, self.values, self.before, self.made = swaps or {}, {}, {}, {}
+    def __call__(self, name, value, before=None):
+        swap, self.made[name], self.before[name] = self.swaps.get(name), value, before
+        self.values[name] = value if swap is None else before if swap == 'skip' else swap(value)
+        return self.values[name]
+
+# each step's value in the lecture's words; what a learner's code that skips it lacks
+STEP = {'q': 'the queries', 'k': 'the keys', 'v': 'the values', 'q @ k^T': 'the affinities q @ k^T',
+        'scaled': 'the affinities scaled by head_size**-0.5', 'masked': 'the future masked with -inf before the softmax',
+        'softmax': 'the softmax over the keys (dim=-1)', 'masked after': 'the weights with the future zeroed',
+        'wei @ v': 'the weighted sum of the values, wei @ v', 'merged': 'the heads side by side again, (B, T, C)',
+        'cat': "the heads' outputs side by side (torch.cat)", 'proj': 'proj of the heads side by side',
+        'linear 1': 'the first Linear (n_embd to 4 * n_embd)', 'relu': 'the ReLU after the first Linear',
+        'linear 2': 'the second Linear (back to n_embd)', 'ln1': "ln1 of the Block's input, before the attention",
+        'sa': 'the attention of ln1(x)', 'x + sa': 'the residual connection x + sa(ln1(x))',
+        'ln2': 'ln2 of x, before the feed-forward', 'ffwd': 'the feed-forward of ln2(x)',
+        'x + ffwd': 'the residual connection x + ffwd(ln2(x))', 'tok': 'the token embeddings',
+        'pos': 'the position embeddings of 0 .. T-1', 'x': 'the position embedding added to the token embedding',
+        'blocks': 'the Blocks applied in turn', 'ln_f': 'ln_f after the last Block', 'logits': 'lm_head, the logits',
+        'mean': 'the mean of each vector', 'variance': 'the variance of each vector (biased)',
+        'normalized': '(x - mean) / sqrt(variance + eps)', 'affine': 'the normalized x times its weight, plus its bias',
+        'output': "the part's output"}
+MISSING = {'scaled': 'the 1/sqrt(head_size) scale is missing',
+           'masked': 'no causal mask: the future talks to the past',
+           'softmax': 'no softmax: the masked affinities are used as the weights', 'proj': 'no proj after the heads',
+           'relu': 'no ReLU between the two Linear layers', 'x + sa': 'no residual connection around the attention',
+           'x + ffwd': 'no residual connection around the feed-forward', 'x': 'no position embedding',
+           'ln_f': 'no final LayerNorm (ln_f) before lm_head', 'mean': 'no mean subtracted',
+           'blocks': 'the blocks never applied between the embeddings and lm_head'}
 
 def out_of(result):
-    """The output tensor of a part that returns (out, ...), {'logits': ...} or out."""
+    """The tensor of a part that returns (out, ...), {'logits': ...} or out."""
     result = result.get('logits', next(iter(result.values()), None)) if isinstance(result, dict) else result
     return result[0] if isinstance(result, (tuple, list)) and result else result
 
-def attend(q, k, v, x, o):
-    """softmax(q @ k^T * scale, the future masked) @ v, on (..., T, hs) each; v None: no value layer."""
+def attend(q, k, v, x, o, at):
+    """wei = softmax(q @ k^T * head_size**-0.5, the future masked), then wei @ v; each (..., T, hs)."""
     T, hs = q.shape[-2], q.shape[-1]
-    q, k = (rotate(q, o['rotary']), rotate(k, o['rotary'])) if o['rotary'] else (q, k)
-    scale = {'hs': hs**-0.5, 'none': 1.0, 'C': x.shape[-1]**-0.5, 'times': hs**0.5, 'full': 1 / hs}[o['scale']]
-    wei = (k @ q.transpose(-2, -1) if o['kq'] else q @ k.transpose(-2, -1)) * scale # (..., T, T)
+    if o['rotary']:
+        q, k = rotate(q, o['rotary']), rotate(k, o['rotary'])
+    scale = {'hs': hs**-0.5, 'C': x.shape[-1]**-0.5, 'times': hs**0.5, 'full': 1 / hs}[o['scale']]
+    wei = at('q @ k^T', k @ q.transpose(-2, -1) if o['kq'] else q @ k.transpose(-2, -1)) # (..., T, T)
+    wei = at('scaled', wei * scale, wei)
     future = torch.ones(T, T, dtype=torch.bool).triu(1)
-    if o['mask'] in ('before', 'zero'):
-        wei = wei.masked_fill(future, float('-inf') if o['mask'] == 'before' else 0.0)
-    wei = F.softmax(wei, dim=o['dim'])
-    wei = wei.masked_fill(future, 0) if o['mask'] == 'after' else wei
-    return wei @ (v if o['values'] else x) if v is not None or not o['values'] else None
+    if o['mask'] == 'before':
+        wei = at('masked', wei.masked_fill(future, float('-inf')), wei)
+    wei = at('softmax', F.softmax(wei, dim=-1), wei)
+    if o['mask'] == 'after':
+        wei = at('masked after', wei.masked_fill(future, 0.0), wei)
+    return at('wei @ v', wei @ (v if o['values'] else x)) # (..., T, hs)
 
 def rotate(t, kind):
-    """Rotary position embeddings (base 10000) on (..., T, d): pairs (2i, 2i+1), or the two halves."""
+    """RoPE (base 10000) on (..., T, d): pairs (2i, 2i+1), or the two halves."""
     T, d = t.shape[-2], t.shape[-1]
     angles = torch.arange(T).float()[:, None] * 10000 ** (-torch.arange(0, d, 2).float() / d) # (T, d/2)
     a, b = (t[..., 0::2], t[..., 1::2]) if kind == 'pairs' else (t[..., :d // 2], t[..., d // 2:])
     turned = (a * angles.cos() - b * angles.sin(), a * angles.sin() + b * angles.cos())
     return torch.stack(turned, -1).flatten(-2) if kind == 'pairs' else torch.cat(turned, -1)
 
-def mha(lay, x, o):
-    heads = [attend(*qkv_of(h)[0][0](x), x, dict(ATTENTION, rotary=o['rotary'])) if o.get('rotary') else out_of(h(x))
-             for h in lay['heads']] # (rotary: the heads' queries and keys turned here, by their own layers)
-    out = torch.cat(heads, dim=-1) # (B,T,nh*hs)
-    return lay['proj'](out) if lay['proj'] is not None and o.get('proj', True) else out
+def head(lay, x, o, at):
+    q, k, v = lay['qkv'](x) # (no value layer: x itself, which STRUCTURE names)
+    return attend(at('q', q), at('k', k), at('v', x if v is None else v), x, o, at)
 
-def fused(lay, x, o):
-    """Every head at once from (B,T,X) queries, keys and values, as nanoGPT's CausalSelfAttention."""
+def mha(lay, x, o, at):
+    out = at('cat', torch.cat([out_of(h(x)) for h in lay['heads']], dim=-1)) # (B,T,nh*hs)
+    return at('proj', lay['proj'](out), out) if lay['proj'] is not None else out
+
+def fused(lay, x, o, at):
+    """Every head at once, as nanoGPT's CausalSelfAttention."""
     q, k, v = lay['qkv'](x)
     (B, T, X), nh = q.shape, lay['n_head']
-    split = lambda t: t.reshape(B, nh, T, X // nh) if o['split'] == 'view' else t.view(B, T, nh, -1).transpose(1, 2)
-    out = attend(split(q), split(k), split(v), x, o) # (B,nh,T,hs)
-    out = out.reshape(B, T, X) if o['merge'] == 'view' else out.transpose(1, 2).reshape(B, T, X)
-    return lay['proj'](out) if lay['proj'] is not None and o['proj'] else out
+    def split(t): # (B,nh,T,hs)
+        return t.reshape(B, nh, T, X // nh) if o['split'] == 'view' else t.view(B, T, nh, -1).transpose(1, 2)
+    out = attend(at('q', split(q)), at('k', split(k)), at('v', split(v)), x, o, at)
+    out = at('merged', out.reshape(B, T, X) if o['merge'] == 'view' else out.transpose(1, 2).reshape(B, T, X), out)
+    return at('proj', lay['proj'](out), out) if lay['proj'] is not None else out
 
-def ffwd(lay, x, o):
-    """Linear, ReLU, Linear (the video at 1:24:25: Linear, ReLU); a LayerNorm first, where it has one."""
+GLU = {'swiglu': F.silu, 'geglu': F.gelu}
+ACTIVATIONS = {'relu': F.relu, 'gelu': F.gelu, 'silu': F.silu, 'tanh': lambda t: F.gelu(t, approximate='tanh'),
+               'relu2': lambda t: F.relu(t).square()}
+
+def ffwd(lay, x, o, at):
+    """Linear, ReLU, Linear (at 1:24:25: Linear, ReLU); a LayerNorm first, where it has one."""
     x, linears = lay['norm'](x) if lay['norm'] is not None else x, lay['linears']
-    if o['act'] == 'swiglu': # three: a gate, its values, and back to n_embd
-        return linears[2](F.silu(linears[0](x)) * linears[1](x))
-    act = {'relu': F.relu, 'none': lambda t: t, 'gelu': F.gelu, 'silu': F.silu,
-           'tanh': lambda t: F.gelu(t, approximate='tanh'), 'relu2': lambda t: F.relu(t).square()}[o['act']]
-    for i, linear in enumerate(linears):
-        x = act(linear(x)) if i < len(linears) - 1 or len(linears) == 1 else linear(x)
+    if o['act'] in GLU: # a gate and its values (two Linear layers, or one of double width), then back
+        gate, values = (linears[0](x), linears[1](x)) if len(linears) == 3 else linears[0](x).chunk(2, dim=-1)
+        return at(f'linear {len(linears)}', linears[-1](GLU[o['act']](gate) * values))
+    for i, linear in enumerate(linears, 1):
+        x = at(f'linear {i}', linear(x))
+        if i < len(linears) or i == 1:
+            x = at('relu' if i == 1 else f'relu {i}', ACTIVATIONS[o['act']](x), x)
     return x
 
-def block(lay, x, o):
-    ln1, ln2 = lay['norms']
-    parts = [(lay['sa'], ln1, o['residual'] in ('both', 'sa')),
-             (lay['ffwd'], ln1 if o['norm'] == 'same' else ln2, o['residual'] in ('both', 'ffwd'))]
-    for f, ln, residual in parts[::-1] if o['swap'] else parts:
-        if o['norm'] == 'post':
-            x = ln(x + out_of(f(x))) if residual else ln(out_of(f(x)))
-        else:
-            x = ln(x) if o['norm'] == 'stream' else x
-            h = out_of(f(x if o['norm'] == 'stream' else ln(x)))
-            x = x + h if residual else h
+def block(lay, x, o, at):
+    """x = x + sa(ln1(x)), then x = x + ffwd(ln2(x)): pre-norm (the paper's norm is after each add)."""
+    (ln1, ln2), call = lay['norms'], lay['call']
+    branches = [('sa', lay['sa'], 'ln1', ln1), ('ffwd', lay['ffwd'], 'ln2', ln1 if o['norm'] == 'same' else ln2)]
+    for name, f, n, ln in branches[::-1] if o['swap'] else branches:
+        if o['norm'] == 'post': # x = ln(x + f(x))
+            h = at(name, call(f, x))
+            x = at(n, ln(at(f'x + {name}', x + h, h)), x + h)
+            continue
+        if o['norm'] == 'stream': # x = ln(x); x = x + f(x)
+            x = at(n, ln(x), x)
+        h = at(name, call(f, x if o['norm'] in ('stream', 'branch') else at(n, ln(x), x)))
+        h = at(n, ln(h), h) if o['norm'] == 'branch' else h # x = x + ln(f(x))
+        x = at(f'x + {name}', x + h, h)
     return x
 
-def model(lay, idx, o):
-    x, pos, T = lay['tok'](idx), lay['pos'], idx.shape[1] # (B,T,C)
+def model(lay, idx, o, at):
+    x, pos, T = at('tok', lay['tok'](idx)), lay['pos'], idx.shape[1] # (B,T,C)
     if lay['bigram']:
         return x
-    if pos is not None and o['positions'] == 'tokens' and isinstance(pos, nn.Embedding):
-        x = x + pos(idx)
-    elif pos is not None and o['positions'] == 'table':
-        x = x + (pos(torch.arange(T)) if isinstance(pos, nn.Embedding) else pos.reshape(-1, x.shape[-1])[:T])
-    for b in lay['body'] if o['body'] else []:
-        x = out_of(b(x))
-    x = lay['final'](x) if lay['final'] is not None and o['final'] else x
-    return lay['head'](x) if lay['head'] is not None else x @ lay['tok'].weight.T # (B,T,vocab_size)
+    if pos is not None:
+        table = pos(torch.arange(T)) if isinstance(pos, nn.Embedding) else pos.reshape(-1, x.shape[-1])[:T]
+        x = at('x', x + at('pos', pos(idx) if o['positions'] == 'tokens' else table), x) # (T,C) each
+    if lay['blocks']:
+        before = x
+        for b in [b for b in lay['body'] if b not in lay['extra']]: # (a part run beside the Blocks: not here)
+            x = lay['call'](b, x)
+        x = at('blocks', x, before)
+    for name, b in [] if lay['blocks'] else lay['named']: # before stage 5: the heads, the feed-forward
+        x = at(f'`{name}`', lay['call'](b, x), x)
+    x = at('ln_f', lay['final'](x), x) if lay['final'] is not None else x
+    return at('logits', lay['head'](x) if lay['head'] is not None else x @ lay['tok'].weight.T) # (B,T,vocab)
 
-def layernorm(lay, x, o):
-    dims = (0,) if o['dim'] == 0 else (-1,)
-    mean = 0 if o['rms'] else x.mean(dims, keepdim=True)
-    var = (x - mean).pow(2).mean(dims, keepdim=True) if o['var'] == 'biased' else x.var(dims, keepdim=True)
-    out = (x - mean) / torch.sqrt(var + lay['eps']) * lay['weight']
-    return out + lay['bias'] if lay['bias'] is not None else out
+def layernorm(lay, x, o, at):
+    dims = 0 if o['dim'] == 0 else -1
+    mean = 0 if o['rms'] else at('mean', x.mean(dims, keepdim=True))
+    var = x.var(dims, keepdim=True) if o['var'] == 'unbiased' else (x - mean).pow(2).mean(dims, keepdim=True)
+    x = at('normalized', (x - mean) / torch.sqrt(at('variance', var) + lay['eps']))
+    return at('affine', x * lay['weight'] + (lay['bias'] if lay['bias'] is not None else 0), x)
 
-ATTENTION = dict(scale='hs', mask='before', dim=-1, kq=False, values=True, rotary=None)
+ATTENTION = dict(scale='hs', mask='before', kq=False, values=True, rotary=None)
 LECTURES = { # role: (its computation, its options as the lecture has them)
-    'Head': (lambda lay, x, o: attend(*lay['qkv'](x), x, o), ATTENTION),
-    'MultiHeadAttention': (mha, dict(proj=True)),
-    'fused attention': (fused, dict(ATTENTION, split='heads', merge='heads', proj=True)),
-    'FeedForward': (ffwd, dict(act='relu')), 'Block': (block, dict(residual='both', norm='pre', swap=False)),
-    'the model': (model, dict(positions='table', final=True, body=True)),
-    'LayerNorm': (layernorm, dict(var='biased', rms=False, dim=-1))}
+    'Head': (head, ATTENTION), 'MultiHeadAttention': (mha, {}),
+    'fused attention': (fused, dict(ATTENTION, split='heads', merge='heads')),
+    'FeedForward': (ffwd, dict(act='relu')), 'Block': (block, dict(norm='pre', swap=False)),
+    'the model': (model, dict(positions='table')), 'LayerNorm': (layernorm, dict(var='biased', rms=False, dim=-1))}
 
-# role: [(option, value, kind, what it is, where the line cited shows it)]. Each entry changes one option of
-# that role's computation above; kind: a 'mistake', what the 'video' did before the published code, or a
-# 'variant' other code has (named, not counted against the part). Where no one entry gives the learner's
-# output, they are tried in pairs.
-VIDEO_SCALE = ('scaled by C**-0.5, C = n_embd, as the video from 1:16:56 (C from x.shape); the published code and '
-               'gpt.py scale by head_size**-0.5')
-ROPE = 'rotary position embeddings (RoPE) on q and k; the lecture adds a position table'
+# role: [(option, value, kind, words, the steps whose lines are shown)]: an option of the role's computation
+# changed, where their code reorders or changes a step; a 'mistake', what the 'video' did, or a 'variant'
+VIDEO_SCALE = 'scaled by C**-0.5 (C = n_embd), as the video from 1:16:56; the published code: head_size**-0.5'
+ROPE = 'rotary position embeddings (RoPE) on q and k, for a position table'
 HEAD = [
-    ('scale', 'none', 'mistake', 'the 1/sqrt(head_size) scale is missing', 'scores'),
-    ('scale', 'C', 'video', VIDEO_SCALE, 'scores'),
-    ('scale', 'times', 'mistake', 'multiplied by sqrt(head_size), not divided', 'scores'),
-    ('scale', 'full', 'mistake', 'divided by head_size, not by its square root', 'scores'),
-    ('mask', 'none', 'mistake', 'no causal mask: the future talks to the past', 'mask'),
-    ('mask', 'after', 'mistake', 'the mask applied after the softmax', 'mask'),
-    ('mask', 'zero', 'mistake', 'the future filled with 0, not -inf, before the softmax', 'mask'),
-    ('dim', -2, 'mistake', 'the softmax over the wrong dimension (dim=1, not -1)', 'softmax'),
-    ('dim', 0, 'mistake', 'the softmax over the batch (dim=0), not over the keys (dim=-1)', 'softmax'),
-    ('kq', True, 'mistake', 'k @ q^T for q @ k^T', 'scores'),
-    ('values', False, 'mistake', 'x itself aggregated, not value(x)', 'values'),
+    ('scale', 'C', 'video', VIDEO_SCALE, ('scaled',)),
+    ('scale', 'times', 'mistake', 'multiplied by sqrt(head_size), not divided', ('scaled',)),
+    ('scale', 'full', 'mistake', 'divided by head_size, not by its square root', ('scaled',)),
+    ('mask', 'after', 'mistake', 'the mask applied after the softmax', ('masked after',)),
+    ('kq', True, 'mistake', 'k @ q^T for q @ k^T', ('q @ k^T',)),
+    ('values', False, 'mistake', 'x itself aggregated, not value(x)', ('wei @ v',)),
     ('rotary', 'pairs', 'variant', ROPE, None), ('rotary', 'halves', 'variant', ROPE, None)]
-NO_PROJ = ('proj', False, 'mistake', 'no proj after the heads', 'cat')
+HINTS = {'C': r'\bC\b|embd|embed|d_model|x\.shape|x\.size', 'full': r'head|\bhs\b|d_k|dk\b'} # which, if equal
+FOR_RELU = "for ReLU (the lecture's is ReLU)"
 CATALOGUE = {
-    'Head': HEAD, 'MultiHeadAttention': [NO_PROJ, *HEAD[-2:]],
-    'fused attention': HEAD[:-3] + HEAD[-2:] + [NO_PROJ, # (x split in heads is not aggregated)
-        ('split', 'view', 'mistake', 'the heads split with view(B, nh, T, hs), not view(B, T, nh, hs).transpose(1, 2)',
-         'split'),
-        ('merge', 'view', 'mistake', 'the heads joined with view(B, T, C) before transposing them back', 'merge')],
-    'FeedForward': [
-        ('act', 'none', 'mistake', 'no ReLU between the two Linear layers', 'linear'),
-        ('act', 'gelu', 'variant', "GELU for ReLU (the lecture's is ReLU)", None),
-        ('act', 'tanh', 'variant', "GELU (tanh approximation) for ReLU (the lecture's is ReLU)", None),
-        ('act', 'silu', 'variant', "SiLU for ReLU (the lecture's is ReLU)", None),
-        ('act', 'relu2', 'variant', "ReLU squared for ReLU (the lecture's is ReLU)", None),
-        ('act', 'swiglu', 'variant', "SwiGLU: silu(x W) * (x V), then back (the lecture's is ReLU)", None)],
+    'Head': HEAD, 'fused attention': HEAD[:-3] + HEAD[-2:] + [ # (x split in heads is not aggregated)
+        ('split', 'view', 'mistake', 'the heads split with view(B, nh, T, hs), not view(B, T, nh, hs).transpose',
+         ('q', 'k', 'v')),
+        ('merge', 'view', 'mistake', 'the heads joined with view(B, T, C) before transposing them back', ('merged',))],
+    'FeedForward': [('act', 'gelu', 'variant', f"GELU {FOR_RELU}", None),
+                    ('act', 'tanh', 'variant', f"GELU (tanh approximation) {FOR_RELU}", None),
+                    ('act', 'silu', 'variant', f"SiLU {FOR_RELU}", None),
+                    ('act', 'relu2', 'variant', f"ReLU squared {FOR_RELU}", None),
+                    ('act', 'swiglu', 'variant', f"SwiGLU: silu(x W) * (x V), then back, {FOR_RELU}", None),
+                    ('act', 'geglu', 'variant', f"GeGLU: gelu(x W) * (x V), then back, {FOR_RELU}", None)],
     'Block': [
-        ('residual', 'none', 'mistake', 'no residual connections (x = x + ...)', 'sa'),
-        ('residual', 'ffwd', 'mistake', 'no residual connection around the attention', 'sa'),
-        ('residual', 'sa', 'mistake', 'no residual connection around the feed-forward', 'ffwd'),
-        ('norm', 'post', 'mistake', 'post-norm, as the paper: LayerNorm after each add, not before each part', 'ln'),
-        ('norm', 'stream', 'mistake', 'LayerNorm applied to x itself (x = ln(x)), not to the input of each part', 'ln'),
-        ('norm', 'same', 'mistake', 'one LayerNorm before both parts, not ln1 and ln2', 'ffwd'),
-        ('swap', True, 'mistake', 'the feed-forward before the attention', 'ffwd')],
-    'the model': [
-        ('positions', 'none', 'mistake', 'no position embedding', 'tok'),
-        ('positions', 'tokens', 'mistake', 'the position table looked up with idx, not with torch.arange(T)', 'pos'),
-        ('final', False, 'mistake', 'no final LayerNorm (ln_f) before lm_head', 'head'),
-        ('body', False, 'mistake', 'the blocks never applied between the embeddings and lm_head', 'head')],
+        ('norm', 'post', 'mistake', 'post-norm, as the paper: LayerNorm after each add, not before each part',
+         ('ln1',)),
+        ('norm', 'stream', 'mistake', 'LayerNorm applied to x itself (x = ln(x)), not to the input of each part',
+         ('ln1',)),
+        ('norm', 'branch', 'mistake', "LayerNorm on each part's output (x + ln(sa(x))), not on its input", ('ln1',)),
+        ('norm', 'same', 'mistake', 'one LayerNorm before both parts, not ln1 and ln2', ('ln2',)),
+        ('swap', True, 'mistake', 'the feed-forward before the attention', ('ffwd',))],
+    'the model': [('positions', 'tokens', 'mistake', 'the position table looked up with idx, not torch.arange(T)',
+                   ('pos',))],
     'LayerNorm': [
-        ('var', 'unbiased', 'variant', "the unbiased variance (x.var()), where nn.LayerNorm's is biased", None),
+        ('var', 'unbiased', 'variant', "the unbiased variance (x.var()); nn.LayerNorm's is biased", None),
         ('rms', True, 'variant', 'RMSNorm: no mean subtracted', None),
-        ('dim', 0, 'mistake', 'normalized over the batch (dim 0), as BatchNorm, not over each vector', 'mean')]}
-# what the layers of a part say, where its output can't: (kind, words, where the line cited shows it)
-STRUCTURE = {
-    'no proj': ('mistake', 'no proj after the heads (the lecture adds it with the residual connections)', 'cat'),
-    'one linear': ('mistake', 'one Linear layer; from 1:26:48 it is Linear(C, 4C), ReLU, Linear(4C, C)', 'linear'),
-    'not 4x': ('mistake', 'not 4x wider inside (the paper: 512 -> 2048 -> 512)', 'linear'),
-    'set width': ('variant', "its inner width set by a setting of yours, not 4x (the lecture's 4 * n_embd)", None),
-    'no norms': ('mistake', 'no LayerNorm before the attention and the feed-forward (pre-norm, 1:32:51)', 'sa'),
-    'one head': ('mistake', 'one head as wide as n_embd, not n_head heads of n_embd // n_head and a proj', 'sa made'),
-    'no ln_f': ('mistake', 'no final LayerNorm (ln_f) before lm_head', 'head'),
-    'no positions': ('mistake', 'no position embedding', 'tok'),
-    'last of blocks': ('video', 'the last LayerNorm as the last of blocks, as the video from 1:32:51; the published '
-                                'code names it ln_f', None),
-    'qkv bias': ('variant', "bias in key, query and value (the lecture's have none)", None),
-    'tied': ('variant', "lm_head shares the token embedding's weights (the lecture's are separate)", None),
-    'rotary': ('variant', 'rotary position embeddings (RoPE) in the attention, for a position table', None),
-    'fixed positions': ('variant', 'a fixed (sinusoidal) position table; the lecture learns one', None)}
+        ('dim', 0, 'mistake', 'normalized over the batch (dim 0), as BatchNorm, not over each vector', ('mean',))]}
+STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
+    'no proj': ('mistake', 'no proj after the heads (added with the residual connections)'),
+    'one linear': ('mistake', 'one Linear layer; from 1:26:48 it is Linear(C, 4C), ReLU, Linear(4C, C)'),
+    'not 4x': ('mistake', 'not 4x wider inside (the paper: 512 -> 2048 -> 512)'),
+    'set width': ('variant', "its inner width set by a setting of yours, not 4x (the lecture's 4 * n_embd)"),
+    'no norms': ('mistake', 'no LayerNorm before the attention and the feed-forward (pre-norm, 1:32:51)'),
+    'one head': ('mistake', 'one head as wide as n_embd, not n_head heads of n_embd // n_head and a proj'),
+    'no ln_f': ('mistake', 'no final LayerNorm (ln_f) before lm_head'),
+    'no positions': ('mistake', 'no position embedding'),
+    'last of blocks': ('video', 'the last LayerNorm as the last of blocks, as the video from 1:32:51 (ln_f in '
+                                'the published code)'),
+    'x for v': ('mistake', 'x itself aggregated, not value(x): it has no value layer'),
+    'no value': ('mistake', 'it has no value layer: the lecture aggregates value(x)'),
+    'qkv bias': ('variant', "bias in key, query and value (the lecture's have none)"),
+    'fused qkv': ('variant', 'q, k and v from one Linear, split in three (as nanoGPT)'),
+    'rmsnorm': ('variant', 'RMSNorm for LayerNorm (nn.RMSNorm)'),
+    'tied': ('variant', "lm_head shares the token embedding's weights (the lecture's are separate)"),
+    'positions': ('variant', 'positions from the attention (rotary embeddings, ALiBi), not a position table'),
+    'fixed positions': ('variant', 'a fixed (sinusoidal) position table; the lecture learns one')}
 
 # ------------ what a module of the learner's is, whatever its name, and how its layers map onto the lecture's
 
 layers = lambda m, kind: [(n, c) for n, c in m.named_children() if isinstance(c, kind)]
 n_heads = lambda m: next((v for k, v in vars(m).items() if MEANING.get(norm(k)) == 'n_head' and type(v) is int), None)
 vocab = lambda m: next(e.num_embeddings for e in m.modules() if isinstance(e, nn.Embedding))
+has = lambda m, kind: any(isinstance(s, kind) for s in m.modules())
 
 class Context:
-    """What the parts share: settings, roles, captured inputs, the parts checked, the classes rotating q, k."""
+    """What the parts share: settings, roles, each module's input, the parts checked, whether an attention
+    places the tokens (RoPE, ALiBi); the batch and the context length they are checked at."""
     def __init__(self, settings):
-        self.settings, self.memo, self.inputs, self.parts, self.rotary = settings, {}, {}, set(), set()
+        self.settings, self.memo, self.inputs, self.parts, self.positions = settings, {}, {}, set(), False
+        self.B, self.T = 2, None
     def role_of(self, m):
         if id(m) not in self.memo:
-            self.memo[id(m)] = None # a module inside itself is nothing, and one the checker can't make sense of
+            self.memo[id(m)] = None # (a module inside itself; one the checker can't make sense of)
             with contextlib.suppress(Exception):
                 self.memo[id(m)] = find_role(m, self)
         return self.memo[id(m)]
     def example(self, m):
-        """(args, kwargs) of the shape m's model gave it, else guessed; new numbers (a NaN upstream stays there)."""
-        g = torch.Generator().manual_seed(0)
-        (x, *rest), kwargs = self.inputs.get(id(m)) or ((torch.zeros(2, block_size(m, self.settings), *[] if any(
-            isinstance(e, nn.Embedding) for e in m.modules()) else [width(m)]),), {})
-        return (torch.randn(x.shape, generator=g) if x.dim() == 3 else torch.randint(vocab(m), x.shape, generator=g),
-                *rest), kwargs
+        """(args, kwargs) of the shape m's model gave it, else guessed; new numbers (a NaN upstream stays)."""
+        g, shape = torch.Generator().manual_seed(0), [] if has(m, nn.Embedding) else [width(m)]
+        (x, *rest), kwargs = self.inputs.get(id(m)) or ((torch.zeros(self.B, self.T or block_size(
+            m, self.settings), *shape),), {})
+        x = torch.randn(x.shape, generator=g) if x.dim() == 3 else torch.randint(vocab(m), x.shape, generator=g)
+        return (x, *rest), kwargs
+    def call(self, m, x):
+        """m's output for x, with what else its model gives it (a rotary table)."""
+        (_, *rest), kwargs = self.inputs.get(id(m), ((None,), {}))
+        return out_of(m(x, *rest, **kwargs))
 
 def block_size(m, settings, cap=256):
     """The context length a part works at: its mask's size, or its position table's (at most cap)."""
     sizes = [b.shape[-1] for b in m.buffers() if b.dim() >= 2 and b.shape[-1] == b.shape[-2] > 1]
     embeddings = [e for e in m.modules() if isinstance(e, nn.Embedding)]
-    if embeddings: # a model: the rows of its position Embedding (not the one lm_head maps back to), or table
+    if embeddings: # a model: the rows of its position Embedding (not the one lm_head maps to), or table
         C, outs = embeddings[0].embedding_dim, {c.out_features for c in m.modules() if isinstance(c, nn.Linear)}
         sizes += ([e.num_embeddings for e in embeddings if e.num_embeddings not in outs] or
                   [e.num_embeddings for e in embeddings[1:]]) if len(embeddings) > 1 else []
-        sizes += [t.numel() // C for t in [
-            *m.parameters(recurse=False), *m.buffers(recurse=False)] if t.dim() >= 2 and t.shape[-1] == C]
+        sizes += [t.numel() // C for t in [*m.parameters(recurse=False), *m.buffers(recurse=False)]
+                  if t.dim() >= 2 and t.shape[-1] == C]
     return min(cap or math.inf, sizes[0] if sizes else settings('block_size'))
+
+def context_length(m, settings, B=2):
+    """A length to check at, up to block_size, no size of a layer's (nor the batch's): a time dimension is
+    told from the others whatever their order."""
+    T = block_size(m, settings)
+    sizes = {B} | {d // h for p in m.parameters() for d in p.shape for h in range(1, 65) if d % h == 0}
+    return next((t for t in (23, 19, 17, 13, 11, 7, 5, 3) if t <= T and t not in sizes), T)
 
 def width(m):
     first = next((s for s in m.modules() if isinstance(s, (nn.Linear, nn.LayerNorm))), None)
     return first.in_features if isinstance(first, nn.Linear) else first.normalized_shape[0] if first is not None \
         else next(m.parameters()).shape[0]
 
+def runs(m, ctx, x):
+    """m's output for x in eval mode, the same random numbers each time (dropout left on mixes nothing)."""
+    with torch.no_grad(), torch.random.fork_rng():
+        torch.manual_seed(0)
+        return ctx.call(m.eval(), x)
+
 def mixes_tokens(m, ctx):
-    """Whether a part's outputs in the middle hear the first or the last position's input; None: it can't run."""
+    """Whether a part's outputs in the middle hear the first or the last position; None: it can't run."""
     with contextlib.suppress(Exception):
-        (x, *rest), kwargs, outs = *ctx.example(m), []
+        x = ctx.example(m)[0][0]
         changed = x.clone()
         changed[:, [0, -1]] = torch.randn(x.shape[0], 2, x.shape[-1])
-        for each in (x, changed):
-            with torch.no_grad(), torch.random.fork_rng(): # (the same random numbers: dropout left on mixes nothing)
-                torch.manual_seed(0)
-                outs.append(out_of(m.eval()(each, *rest, **kwargs))[:, 1:-1])
-        return not torch.allclose(*outs, rtol=1e-4, atol=1e-5)
+        return not torch.allclose(runs(m, ctx, x)[:, 1:-1], runs(m, ctx, changed)[:, 1:-1], rtol=1e-4, atol=1e-5)
+
+def places(m, ctx):
+    """Whether an attention's later outputs change where its first two inputs swap: it knows their places."""
+    with contextlib.suppress(Exception):
+        x = ctx.example(m)[0][0]
+        swapped = x[:, [1, 0, *range(2, x.shape[1])]]
+        return not torch.allclose(runs(m, ctx, x)[:, 2:], runs(m, ctx, swapped)[:, 2:], rtol=1e-4, atol=1e-5)
+
+def affine(m, ctx):
+    """Whether m computes W x + b: nothing (a ReLU) between its Linear layers."""
+    with contextlib.suppress(Exception):
+        x = ctx.example(m)[0][0]
+        zero, one, two = (runs(m, ctx, x * k) for k in (0, 1, 2))
+        return torch.allclose(two - one, one - zero, rtol=1e-4, atol=1e-5)
 
 def find_role(m, ctx):
     if isinstance(m, (nn.LayerNorm, getattr(nn, 'RMSNorm', nn.LayerNorm))):
@@ -271,28 +341,30 @@ def find_role(m, ctx):
     if type(m).__module__.startswith('torch.') and not isinstance(m, (nn.Sequential, nn.ModuleList)) or \
             not list(m.parameters()): # a layer of PyTorch's, or one without weights
         return None
+    kids = [ctx.role_of(c) for c in m.children()]
     if isinstance(m, (nn.ModuleList, nn.ModuleDict)):
-        kinds = {ctx.role_of(s) for s in m.children()} - {None, 'LayerNorm'}
+        kinds = set(kids) - {None, 'LayerNorm'}
         return 'blocks' if 'Block' in kinds else kinds.pop() if len(kinds) == 1 else None
-    if any(isinstance(s, nn.Embedding) for s in m.modules()):
+    if has(m, nn.Embedding):
         return 'the model'
-    if not any(isinstance(s, nn.Linear) for s in m.modules()):
+    if not has(m, nn.Linear):
         return 'LayerNorm' if all(p.dim() == 1 for p in m.parameters()) else None
-    kids, mixes, name = [ctx.role_of(c) for c in m.children()], mixes_tokens(m, ctx), type(m).__name__.lower()
+    if 'Block' in kids or 'blocks' in kids:
+        return 'blocks'
+    if set(kids) & set(ATTENTIONS): # its heads, whatever they compute
+        return 'Block' if 'FeedForward' in kids else 'MultiHeadAttention'
+    named = {LAYER.get(norm(n)) for n, _ in layers(m, nn.Linear)} >= {'key', 'query'}
+    mixes, name = named or mixes_tokens(m, ctx), type(m).__name__.lower()
     if mixes is None: # it can't run alone: its name says what it is meant to be
         mixes = not any(w in name for w in ('feed', 'mlp', 'ffn', 'ffwd'))
-    if 'Block' in kids or not mixes:
-        return 'blocks' if 'Block' in kids else 'FeedForward'
-    if 'FeedForward' in kids and set(kids) & set(ATTENTIONS):
-        return 'Block'
-    if set(kids) & set(ATTENTIONS):
-        return 'MultiHeadAttention'
-    linears = [c for c in m.children() if isinstance(c, nn.Linear)]
-    fused = len(linears) > 3 or any(c.out_features == 3 * c.in_features for c in linears) or n_heads(m)
+    if not mixes: # a feed-forward; one Linear with nothing after it is a projection, no part
+        return None if sum(isinstance(s, nn.Linear) for s in m.modules()) == 1 and affine(m, ctx) else 'FeedForward'
+    own = [c for _, c in layers(m, nn.Linear)]
+    fused = len(own) > 3 or any(c.out_features == 3 * c.in_features for c in own) or n_heads(m)
     return 'fused attention' if fused or 'multi' in name else 'Head'
 
 def qkv_of(m):
-    """[ways to make (q, k, v) with m's Linears]: by name, else every order (v None: none), else fused; the rest."""
+    """[ways to make (q, k, v) with m's Linears]: by name, else every order, else fused; the rest."""
     linears, named = [c for _, c in layers(m, nn.Linear)], {LAYER.get(norm(n)): c for n, c in layers(m, nn.Linear)}
     shape = lambda c: (c.in_features, c.out_features)
     if 'query' in named and 'key' in named:
@@ -301,7 +373,7 @@ def qkv_of(m):
         return [lambda x: [q(x), k(x), v(x) if v is not None else None]], [c for c in linears if c not in (q, k, v)]
     alike = [c for c in linears if shape(c) == shape(linears[0])][:3] if linears else []
     if len(alike) >= 2 and not any(c.out_features == 3 * c.in_features for c in linears):
-        orders = [[alike[1], alike[0], *alike[2:]]] + [list(p) for p in itertools.permutations(alike)] # key, query..
+        orders = [[alike[1], alike[0], *alike[2:]]] + [list(p) for p in itertools.permutations(alike)] # key, query
         return [lambda x, n=n: [n[0](x), n[1](x), n[2](x) if len(n) > 2 else None] for n in orders], \
             [c for c in linears if c not in alike]
     fused = [c for c in linears if c.out_features % 3 == 0 and c.out_features // 3 <= c.in_features]
@@ -310,25 +382,32 @@ def qkv_of(m):
     raise LookupError(f"has no key, query and value layers (its Linear layers: "
                       f"{', '.join(n for n, _ in layers(m, nn.Linear)) or 'none'})")
 
+def projection(m, ctx, linears=None):
+    """The layer after the heads: m's last Linear (of linears), or a module of its own around one."""
+    linears = [c for _, c in layers(m, nn.Linear)] if linears is None else linears
+    return ([c for c in m.children() if c in linears or ctx.role_of(c) is None and not isinstance(c, nn.Linear)
+             and sum(isinstance(s, nn.Linear) for s in c.modules()) == 1] or [None])[-1]
+
 def fused_layouts(m, ctx):
     makers, rest = qkv_of(m)
     X = makers[0](torch.zeros(1, 1, width(m)))[0].shape[-1]
     counts = [n_heads(m)] if n_heads(m) and X % n_heads(m) == 0 else dict.fromkeys( # (its own count, if it keeps one)
         h for h in [ctx.settings('n_head'), *range(1, 65)] if X % h == 0)
-    return [dict(qkv=q, n_head=h, proj=rest[-1] if rest else None) for h in counts for q in makers]
+    return [dict(qkv=q, n_head=h, proj=projection(m, ctx, rest)) for h in counts for q in makers]
 
 def block_layouts(m, ctx):
-    kids = list(m.named_children())
-    sa = next((c for _, c in kids if ctx.role_of(c) in ATTENTIONS and not isinstance(c, nn.ModuleList)), None)
-    ff = next((c for _, c in kids if ctx.role_of(c) == 'FeedForward'), None)
-    heads = next((c for _, c in kids if isinstance(c, nn.ModuleList) and ctx.role_of(c) == 'Head'), None)
+    kids = list(m.children())
+    sa = next((c for c in kids if ctx.role_of(c) in ATTENTIONS and not isinstance(c, nn.ModuleList)), None)
+    ff = next((c for c in kids if ctx.role_of(c) == 'FeedForward'), None)
+    heads = next((c for c in kids if isinstance(c, nn.ModuleList) and ctx.role_of(c) == 'Head'), None)
     if sa is None and heads is not None: # the heads and their proj in the Block itself
-        sa = lambda x: mha(dict(heads=heads, proj=next((c for _, c in layers(m, nn.Linear)[::-1]), None)), x, {})
+        proj = projection(m, ctx)
+        sa = lambda x: mha(dict(heads=heads, proj=proj), x, {}, Steps())
     if sa is None or ff is None:
         raise LookupError(f"has no {'attention' if sa is None else 'feed-forward'} part that can be told apart")
-    norms = [c for _, c in kids if ctx.role_of(c) == 'LayerNorm'] # (ln1, ln2 in the order they are made, first)
+    norms = [c for c in kids if ctx.role_of(c) == 'LayerNorm'] # (ln1, ln2 in the order they are made, first)
     pairs = [list(p) for p in itertools.permutations(norms, 2)] or [[c, c] for c in norms[:1]]
-    return [dict(sa=sa, ffwd=ff, norms=p) for p in pairs or [[nn.Identity(), nn.Identity()]]]
+    return [dict(sa=sa, ffwd=ff, norms=p, call=ctx.call) for p in pairs or [[nn.Identity(), nn.Identity()]]]
 
 def model_layouts(m, ctx):
     kids = [kid for n, c in m.named_children() # (those of a ModuleDict too: nanoGPT's transformer)
@@ -338,14 +417,15 @@ def model_layouts(m, ctx):
     head = next((c for _, c in kids[::-1] if isinstance(c, nn.Linear) and
                  c.out_features in {e.num_embeddings for e in embeddings}), None)
     tok = next((e for e in embeddings if head is None or e.num_embeddings == head.out_features), embeddings[0])
-    lay = dict(tok=tok, head=head, body=[], final=None, bigram=head is None and tok.embedding_dim == tok.num_embeddings,
-               pos=next((e for e in embeddings if e is not tok), None), structure=[], extra=[])
+    lay = dict(tok=tok, head=head, body=[], named=[], final=None, structure=[], extra=[], call=ctx.call,
+               pos=next((e for e in embeddings if e is not tok), None),
+               bigram=head is None and tok.embedding_dim == tok.num_embeddings)
     C, T = tok.embedding_dim, block_size(m, ctx.settings)
     tables = [(t, fixed) for fixed, items in ((False, m.parameters(recurse=False)), (True, m.buffers(recurse=False)))
               for t in items if t.shape[-1] == C and t.numel() // C >= T and t.numel() % C == 0]
     if lay['pos'] is None and tables: # a table of its own: a Parameter (learned) or a buffer (fixed)
         lay['pos'], lay['structure'] = tables[0][0], ['fixed positions'] * tables[0][1]
-    for _, c in kids:
+    for name, c in kids:
         kind = ctx.role_of(c)
         if kind == 'blocks' and not any(b is a for b in c for a in lay['body']): # (one list in two containers: once)
             lay['body'] += [b for b in c if ctx.role_of(b) != 'LayerNorm']
@@ -355,13 +435,14 @@ def model_layouts(m, ctx):
             lay['final'] = c
         elif kind in (*ATTENTIONS, 'FeedForward', 'Block'):
             lay['body'].append(c)
-    if any(ctx.role_of(b) == 'Block' for b in lay['body']): # from stage 5 the body is Blocks, nothing else
-        lay['extra'] = [b for b in lay['body'] if ctx.role_of(b) != 'Block']
+            lay['named'].append((name, c))
+    lay['blocks'] = any(ctx.role_of(b) == 'Block' for b in lay['body'])
+    lay['extra'] = [b for b in lay['body'] if ctx.role_of(b) != 'Block'] if lay['blocks'] else [] # (from stage 5)
     lay['structure'] += ['tied'] * (head.weight is tok.weight if head is not None else not lay['bigram'])
     return [lay]
 
 def ffwd_layouts(m, ctx):
-    """Its Linears, and a LayerNorm before the first of them (the Block's ln2, moved inside)."""
+    """Its Linears, and a LayerNorm before them (the Block's ln2, moved inside)."""
     inside = [s for s in list(m.modules())[1:] if isinstance(s, nn.Linear) or ctx.role_of(s) == 'LayerNorm']
     first = inside[0] if inside and not isinstance(inside[0], nn.Linear) else None
     return [dict(linears=[s for s in inside if isinstance(s, nn.Linear)], norm=first)]
@@ -371,44 +452,21 @@ def norm_layouts(m, ctx):
     eps = next((v for k, v in vars(m).items() if 'eps' in k and type(v) is float), 1e-5)
     return [dict(weight=ones[0], bias=ones[1] if len(ones) > 1 else None, eps=eps)]
 
-LAYOUTS = { # role: the ways the learner's layers may map to the lecture's (all that its names leave open)
+LAYOUTS = { # role: the ways the learner's layers may map to the lecture's
     'Head': lambda m, ctx: [dict(qkv=q) for q in qkv_of(m)[0]], 'fused attention': fused_layouts,
     'MultiHeadAttention': lambda m, ctx: [dict(heads=[h for c in m.children() for h in (
-        c if isinstance(c, nn.ModuleList) else [c]) if ctx.role_of(h) in ATTENTIONS], proj=next(
-        (c for _, c in layers(m, nn.Linear)[::-1]), None))],
+        c if isinstance(c, nn.ModuleList) else [c]) if ctx.role_of(h) in ATTENTIONS], proj=projection(m, ctx))],
     'Block': block_layouts, 'the model': model_layouts, 'LayerNorm': norm_layouts, 'FeedForward': ffwd_layouts}
 
 def stage_of(m, kind, lay, ctx):
-    """The stage of the lecture that a part's layers belong to (7: gpt.py's)."""
-    inside = [s for s in m.modules() if s is not m]
-    norms = any(ctx.role_of(s) == 'LayerNorm' for s in inside)
+    """The stage of the lecture a part's layers belong to (7: gpt.py's)."""
+    norms = any(ctx.role_of(s) == 'LayerNorm' for s in m.modules() if s is not m)
     if kind == 'the model':
         kinds = [ctx.role_of(b) for b in lay['body']]
         if lay['bigram'] or 'Block' not in kinds:
             return 1 if lay['bigram'] or not kinds else 4 if 'FeedForward' in kinds else \
                 3 if set(kinds) - {'Head'} else 2
-        return 5 if not norms else 7 if any(isinstance(s, nn.Dropout) for s in inside) else 6
+        return 5 if not norms else 7 if has(m, nn.Dropout) else 6
     if kind in ('Block', 'MultiHeadAttention', 'fused attention'):
         return (7 if norms else 5) if kind == 'Block' else 7 if lay['proj'] is not None else 3
     return 4 if kind == 'FeedForward' and len(lay['linears']) == 1 else 7
-
-# ------------ the learner's part beside the lecture's
-
-TOL = 1e-4 # relative: the same math in another order differs by about 1e-6; a mistake, by far more
-
-def close(a, b):
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
-        return False
-    a, b = (t.float().nan_to_num(1e4, 1e4, -1e4) for t in (a, b))
-    return (a - b).abs().max().item() <= TOL * max(1.0, b.abs().max().item())
-
-def search(kind, layouts, mine, x):
-    """(the catalogue's changes, none, one or two, and the layout that give the learner's output) or (None, ...)."""
-    (compute, defaults), entries = LECTURES[kind], CATALOGUE.get(kind, [])
-    def same(lay, changes):
-        with contextlib.suppress(Exception), torch.no_grad(): # (a change their layers can't make: False)
-            return close(mine, compute(lay, x, dict(defaults, **{e[0]: e[1] for e in changes})))
-        return False
-    tries = [((), lay) for lay in layouts] + [((e,), lay) for e in entries for lay in layouts] + \
-        [(pair, layouts[0]) for pair in itertools.combinations(entries, 2) if pair[0][0] != pair[1][0]]
-    return next(((changes, lay) for changes, lay in tries if same(lay, changes)), (None, layouts[0]))

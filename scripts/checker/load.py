@@ -2,8 +2,8 @@
 Step 1, load: of the learner's file (a script, a notebook's cells, the modules beside it) only the imports,
 settings and definitions run, and the calls that build a model (build.py); never what reads data or trains.
 """
-import argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json, os, pkgutil, re
-import sys, traceback, types
+import argparse, ast, contextlib, importlib.abc, importlib.machinery, importlib.util, json, linecache, os
+import re, sys, traceback, types
 
 import torch
 import torch.nn as nn
@@ -27,9 +27,9 @@ def message(e):
     return (at + f"{type(e).__name__}: " + ' '.join(str(e).split())).rstrip(': ')
 
 class Learner:
-    """What loading finds: their names, notes, mistakes of no part, files, modules and functions."""
+    """What loading finds: their names, notes, files and their lines, modules, functions."""
     def __init__(self, path):
-        self.path, self.notes, self.mistakes, self.files, self.functions = path, {}, [], set(), []
+        self.path, self.notes, self.files, self.functions, self.texts = path, {}, set(), [], {}
         self.module, self.build = types.ModuleType('learner'), lambda call, names, where: None
         self.module.__file__ = os.path.abspath(path)
         self.names, self.own = vars(self.module), {'learner'}
@@ -41,6 +41,10 @@ class Learner:
         where, line = at
         return (f"cell {where.rsplit(', cell ', 1)[1]}, " if ', cell ' in where else '' if where == self.path or
                 self.path == NOTEBOOK else f"{os.path.basename(where)}, ") + f"line {line}"
+    def source(self, at):
+        """Their line at (file, line), as they wrote it, without its comment."""
+        lines = self.texts.get(at[0]) or linecache.getlines(at[0])
+        return lines[at[1] - 1].split('  #')[0].split(' # ')[0].strip() if 0 < at[1] <= len(lines) else ''
     def line(self, *skip):
         """(file, line) of their code running now: its innermost frame (not in a method of skip's)."""
         f = sys._getframe(1)
@@ -48,7 +52,7 @@ class Learner:
             f = f.f_back
         return f and (f.f_code.co_filename, f.f_lineno)
 
-# ------------ what isn't installed stands in; what PyTorch lacks is a mistake, and the close match is used
+# ------------ what isn't installed stands in
 
 class StandIn:
     """A name of a package that isn't installed: anything while models are built; called later, Missing."""
@@ -73,53 +77,20 @@ class StandInModule(types.ModuleType):
         self.__path__, self.__spec__ = [], importlib.machinery.ModuleSpec(name, None, is_package=True)
     __getattr__ = lambda self, attr: StandIn(self.__name__).__getattr__(attr)
 
-TORCH = [torch.nn.functional, torch, torch.nn, torch.Tensor] # where a name the learner's module lacks may be
-
-class Lenient(types.ModuleType):
-    """A module of PyTorch's: a name it lacks (torch.functional.softmax) is their mistake, the one meant used."""
-    def __init__(self, real, learner, at):
-        super().__init__(real.__name__)
-        self._real, self._learner, self._at = real, learner, at
-    def __getattr__(self, name):
-        if hasattr(self._real, name) or name.startswith('__'):
-            found = getattr(self._real, name)
-            return Lenient(found, self._learner, self._at) if isinstance(found, types.ModuleType) else found
-        close = lambda m: difflib.get_close_matches(name, [n for n in dir(m) if n[0] != '_'], 1, 0.8)
-        meant = next(((m, name) for m in TORCH if hasattr(m, name)), None) or next(
-            ((m, close(m)[0]) for m in [self._real, *TORCH] if close(m)), None)
-        if meant is None:
-            raise AttributeError(f"module '{self._real.__name__}' has no attribute '{name}'")
-        self._learner.mistakes.append((self._learner.line(), f"{self._real.__name__} has no {name} ("
-                                       f"{self._learner.place(self._at)} imports it); "
-                                       f"{getattr(meant[0], '__name__', 'a tensor')}'s {meant[1]} is meant"))
-        return getattr(meant[0], meant[1])
-
 def import_(node, learner, names, where):
-    """An import: a package not installed stands in, a misspelt module is their mistake (its match used)."""
+    """An import; a package that isn't installed stands in (a module of one that is, misspelt, raises)."""
     if getattr(node, 'level', 0) == 1 and not names.get('__package__'): # from .model import GPT: the file beside
         node = ast.copy_location(ast.ImportFrom(node.module, node.names, 0) if node.module else ast.Import(node.names),
                                  node)
     for _ in range(20):
         try:
-            run([node], where, names)
-            break
+            return run([node], where, names)
         except ModuleNotFoundError as e:
-            parent = sys.modules.get((e.name or '').rpartition('.')[0])
-            close = [f"{parent.__name__}.{c}" for c in difflib.get_close_matches(e.name.rpartition('.')[2], [
-                m.name for m in pkgutil.iter_modules(getattr(parent, '__path__', []))], 1, 0.6)] \
-                if parent and e.name not in sys.modules else []
-            if close: # torch.nn.Functional
-                learner.mistakes.append(((where, node.lineno), f"no module {e.name}: {close[0]} is meant"))
-                node = ast.copy_location(ast.parse(ast.unparse(node).replace(e.name, close[0])).body[0], node)
-            elif not e.name or e.name in sys.modules:
+            top = (e.name or '.').split('.')[0]
+            if not e.name or not isinstance(sys.modules.get(top), StandInModule) and importlib.util.find_spec(top):
                 raise
-            else:
-                sys.modules[e.name] = StandInModule(e.name)
-                learner.notes.setdefault('stand-ins', []).append(e.name.split('.')[0])
-    for bound in [alias.asname or alias.name.split('.')[0] for alias in node.names]:
-        if isinstance(names.get(bound), types.ModuleType) and names[bound].__name__.split('.')[0] == 'torch' and \
-                not isinstance(names[bound], Lenient):
-            names[bound] = Lenient(names[bound], learner, (where, node.lineno))
+            sys.modules[e.name] = StandInModule(e.name)
+            learner.notes.setdefault('stand-ins', []).append(top)
 
 class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """The modules beside the learner's file or in a folder above it, loaded as it is."""
@@ -139,18 +110,15 @@ class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.learner.files.add(module.__file__)
         if os.path.isfile(module.__file__): # (a folder without __init__.py: a package of nothing)
             with open(module.__file__, encoding='utf-8', errors='replace') as f:
-                run_selected(parse(f.read(), module.__file__), self.learner, vars(module), module.__file__)
+                self.learner.texts[module.__file__] = text = f.read().splitlines()
+            run_selected(parse('\n'.join(text), module.__file__), self.learner, vars(module), module.__file__)
 
-def misspelt(cls, fix=False):
-    """A method one slip from __init__ or forward, which PyTorch never calls: [(at, words)]; fix: it stands for the
-    one meant, and the check goes on (in a file's class; a running notebook's is left as it is)."""
-    found = [(f, meant) for f in vars(cls).values() if isinstance(f, types.FunctionType) for meant in
-             difflib.get_close_matches(f.__name__, ['__init__', 'forward'], 1, 0.75)
-             if f.__name__ != meant and getattr(cls, meant, None) is getattr(nn.Module, meant)]
-    for f, meant in found * fix:
-        setattr(cls, meant, f)
-    return [((f.__code__.co_filename, f.__code__.co_firstlineno), f"`def {f.__name__}` in {cls.__name__} is not "
-             f"`def {meant}`, so it never runs") for f, meant in found]
+def forwards(cls):
+    """A module class of theirs whose __call__ does its forward's job (a dataclass's): its forward."""
+    if isinstance(cls, type) and issubclass(cls, nn.Module) and '__call__' in vars(cls) and \
+            cls.forward is nn.Module.forward:
+        cls.forward = vars(cls)['__call__'] # (PyTorch's __call__, with its hooks, calls it)
+        del cls.__call__
 
 # ------------ what runs: imports, definitions, settings, and the calls that build a model
 
@@ -189,7 +157,7 @@ PLAIN = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Bool
          ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Call, ast.keyword, ast.Subscript, ast.Slice, ast.Starred,
          ast.JoinedStr, ast.FormattedValue, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 SAFE = {int, float, bool, str, dict, list, tuple, set, min, max, round, abs, pow, len, torch.cuda.is_available,
-        torch.backends.mps.is_available, argparse.ArgumentParser}
+        torch.backends.mps.is_available, argparse.ArgumentParser, torch.set_default_dtype}
 
 def resolve(func, names):
     """What a call's function is, where it is a plain name or attribute, else None."""
@@ -235,7 +203,7 @@ def run_selected(tree, learner, names, where):
                 import_(node, learner, names, where) if isinstance(node, (ast.Import, ast.ImportFrom)) else \
                     run([node], where, names)
                 learner.functions += [(node, names)] * isinstance(node, ast.FunctionDef)
-                learner.mistakes += misspelt(names[node.name], fix=True) if isinstance(node, ast.ClassDef) else []
+                forwards(names.get(getattr(node, 'name', None)))
             except Exception as e:
                 lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == where]
                 said = f"{where}, line {(lines or [node.lineno])[-1]}: running it raised {type(e).__name__}: " \
@@ -258,6 +226,7 @@ def load(path, learner):
     try:
         for where, code in sources(path):
             learner.files.add(where)
+            learner.texts[where] = code.splitlines()
             try:
                 run_selected(parse(code, where), learner, learner.names, where)
             except CantCheck as e: # a notebook's cell that never ran: left out

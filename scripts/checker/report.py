@@ -1,133 +1,203 @@
 """
-Step 6, report: the models run once; each part checked from the smallest up, and one found wrong then run as
-the lecture computes it (a consequence named once, at its cause); what holds of each model whatever its
-weights; a line a part, the summary, the exit code (2 too where a part calls a package that isn't here).
+Step 6, report: each part checked from the smallest up, one found wrong then run as the lecture's (a
+consequence named once, at its cause); what holds of each model whatever its weights. The findings are data;
+the words are made from them at the end.
 """
-import contextlib
+import contextlib, math
 
 import torch
 import torch.nn as nn
 
 from checker.build import Settings, classes_of, meaning, put_back, safe_modules, supply
-from checker.compare import check_part
-from checker.lecture import ATTENTIONS, LAYOUTS, STAGES, Context, block_size, layers, stage_of
-from checker.load import CantCheck, StandIn, message, misspelt
-from checker.run import capture, invariants
+from checker.compare import Finding, check_part
+from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
+                             vocab)
+from checker.load import CantCheck, StandIn, message
+from checker.run import capture, invariants, logits_of
 
 NOISE = 0.05 # added to every weight before comparing: no two layers alike (two LayerNorms are, at init)
 ORDER = ['LayerNorm', *ATTENTIONS, 'FeedForward', 'Block', 'the model'] # the parts, in the report's order
 
-def parts_of(built, ctx):
-    """[(order, label, instance or why not, role)] of the learner's parts; an inline feed-forward too."""
+class Part:
+    """A part: label, role, instance, status ('ok', 'differs', 'cant', 'skip': not counted), stage, findings;
+    a model's parts run as the lecture's, loss at init, and what fails of what must hold of it."""
+    def __init__(self, label, kind, m):
+        self.label, self.kind, self.m, self.status, self.stage, self.findings = label, kind, m, 'ok', 7, []
+        self.fixed, self.loss, self.whole = [], None, []
+
+class Report:
+    """What the check found: the parts, the notes of no part, the latest model's stage; lines, exit code."""
+    def __init__(self, learner, builder):
+        self.learner, self.builder, self.parts, self.findings, self.stage = learner, builder, [], [], 7
+    @property
+    def code(self):
+        checked = [p for p in self.parts if p.status != 'skip']
+        return 2 if not checked or any(p.status == 'cant' for p in checked) else 1 if any(
+            p.status == 'differs' for p in checked) else 0
+
+def parts_of(built, ctx, builder):
+    """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold."""
+    held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
+    held = set() if builder.failed else held # (a build of theirs that failed made only some)
     parts = []
     for cls, m in built.items():
         kind = None if isinstance(m, str) else ctx.role_of(m)
-        if isinstance(m, str) or kind in ORDER: # (a module of no role of the lecture's is no part)
-            parts.append((ORDER.index(kind) if kind else len(ORDER), cls.__name__, m, kind))
-        parts += [(ORDER.index('FeedForward'), f"{cls.__name__}.{n}", c, 'FeedForward') # an inline one
-                  for n, c in layers(m, nn.Sequential) if ctx.role_of(c) == 'FeedForward' != kind] if kind else []
-    return sorted(parts, key=lambda p: p[0])
+        if (isinstance(m, str) or kind in ORDER) and (not held or cls.__name__ in held):
+            parts.append(Part(cls.__name__, kind, m))
+        parts += [Part(f"{cls.__name__}.{n}", 'FeedForward', c) for n, c in layers(m, nn.Sequential)
+                  if ctx.role_of(c) == 'FeedForward' != kind] if kind and (not held or cls.__name__ in held) else []
+    return sorted(parts, key=lambda p: ORDER.index(p.kind) if p.kind else len(ORDER))
 
-def unbuilt(why, label):
+def unbuilt(part, why):
     """A part that can't be built: a stub, its own mistake, another part's, or the checker's guess's."""
     by = getattr(why, 'by', None)
-    if by is not None and by.__name__ != label:
-        return f"building it builds {by.__name__}, which raised (its line says where)", 'skip', None
-    if 'NotImplementedError' in why:
-        return f"not written yet: {why}", 'cant', None
-    return why, 'differs' if by else 'cant', None
+    if by is not None and by.__name__ != part.label:
+        part.status, why = 'skip', f"building it builds {by.__name__}, which raised (its line says where)"
+    elif 'NotImplementedError' in why:
+        part.status, why = 'cant', f"not written yet: {why}"
+    else:
+        part.status = 'differs' if by and why.theirs else 'cant'
+        why += "; with its settings guessed, that is, which may be what fails: tell the checker how your model is " \
+               "built (--build \"Model(...)\"), or in your notebook run check.here(globals())" * (part.status == 'cant')
+    part.findings.append(Finding(part.label, 'mistake' if part.status == 'differs' else 'cant', why))
 
-def model_line(m, line, status, fixed, settings, learner):
-    """The model's line and status, with what holds whatever its weights."""
-    problems, loss = invariants(m, block_size(m, settings), learner)
-    if problems:
-        said = '; '.join(problems)
-        return (f"differs: {said}; otherwise it {line}" if status == 'ok' else f"{line}; and {said}"), 'differs'
-    held = "the past never hears the future, batch rows never talk" + (
-        ", generate goes past block_size" if block_size(m, settings, cap=None) <= 256 else ", generate runs") * \
-        hasattr(m, 'generate') + (f", loss at init {loss.item():.2f}" if loss is not None else '')
-    return f"{line}; {'with ' + ', '.join(fixed) + ' as the lecture computes it, ' if fixed else ''}{held}", status
+def runs_at(m, T):
+    with contextlib.suppress(Exception), torch.no_grad():
+        logits_of(m.eval(), torch.randint(vocab(m), (2, T)))
+        return True
+    return False
+
+def held(part):
+    """What holds of a model whatever its weights."""
+    V, said = vocab(part.m), [f.words for f in part.findings if f.kind == 'held']
+    loss = part.loss
+    if loss is not None:
+        said.append(f"loss at init {loss.item():.2f} (about ln {V} = {math.log(V):.2f} expected)")
+    return ', '.join(["the past never hears the future, batch rows never talk", *said])
 
 def report(learner, builder, classes, settings):
-    """The report's lines, and its exit code."""
     built = builder.instances(classes, settings)
-    StandIn.loading, ctx = False, Context(settings)
+    StandIn.loading, ctx, rep = False, Context(settings), Report(learner, builder)
     roots = [m for m in built.values() if isinstance(m, nn.Module)]
-    for m in [m for m in roots if not any(m is not r and m in safe_modules(r) for r in roots)]:
+    roots = [m for m in roots if not any(m is not r and m in safe_modules(r) for r in roots)]
+    torch.set_default_dtype(torch.float32) # (a notebook's bfloat16: checked in float32)
+    for m in roots:
+        m.float()
+    ctx.T = min((context_length(m, settings) for m in roots if ctx.role_of(m) == 'the model'), default=None)
+    if any(ctx.role_of(m) == 'the model' and not runs_at(m, ctx.T) for m in roots):
+        ctx.T = None # (a model that works at its block_size only: checked there)
+    for m in roots:
         torch.manual_seed(0)
         capture(m, ctx) # what each module inside gets, as the model's code runs it
-    parts = parts_of(built, ctx)
-    if not parts:
+    rep.parts = parts_of(built, ctx, builder)
+    if not rep.parts:
         raise CantCheck("none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)")
-    ctx.parts = {id(m) if '.' in label else type(m) for _, label, m, _ in parts}
-    models, stages = [m for *_, m, kind in parts if kind == 'the model'], {} # a class's stage: the latest of its models
+    ctx.parts = {id(p.m) if '.' in p.label else type(p.m) for p in rep.parts}
+    models, stages = [p.m for p in rep.parts if p.kind == 'the model'], {} # a class's stage: its latest model's
     for m in models:
         stage = 7 # (where its layers can't be laid out, its own line says why)
         with contextlib.suppress(Exception):
             stage = stage_of(m, 'the model', LAYOUTS['the model'](m, ctx)[0], ctx)
         stages.update({type(s): max(stage, stages.get(type(s), 0)) for s in m.modules()})
+    rep.stage = max(stages.values(), default=7)
     torch.manual_seed(0)
     with torch.no_grad(): # no two weights alike; each saved, to be put back
         saved = [(p, p.clone()) for p in {id(p): p for m in roots for p in m.parameters()}.values()]
         for p, _ in saved:
             p.add_(torch.randn_like(p) * NOISE)
-    results, fixed = [], {}
-    for _, label, m, kind in parts:
+    fixed = {}
+    for part in rep.parts:
+        if isinstance(part.m, str):
+            unbuilt(part, part.m)
+            continue
+        fix = None
         try:
-            line, status, fix = unbuilt(m, label) if isinstance(m, str) else check_part(
-                label, m, kind, ctx, stages.get(type(m), max(stages.values(), default=0)), learner)
+            part.status, found, part.stage, fix = check_part(part.label, part.m, part.kind, ctx, stages.get(
+                type(part.m), max(stages.values(), default=0)), learner)
+            part.findings += [Finding(part.label, *f) for f in found]
         except Exception as e: # a part this checker can't make sense of
-            line, status, fix = f"can't be checked: {message(e)}", 'cant', None
-        if status == 'cant' and 'pip install' not in line and id(m) not in ctx.inputs and models:
-            status = 'skip' # no model holds it, and alone it can't be built or run: their model is what counts
-        for s in [s for r in roots for s in safe_modules(r) if fix and (s is m or type(s) is type(m) != nn.Sequential)]:
+            part.status = 'cant'
+            part.findings.append(Finding(part.label, 'cant', f"can't be checked: {message(e)}"))
+        if part.status == 'cant' and id(part.m) not in ctx.inputs and models and not any(
+                'pip install' in f.words for f in part.findings):
+            part.status = 'skip' # no model holds it, and alone it can't be built or run: their model is what counts
+        for s in [s for r in roots for s in safe_modules(r) if fix and (s is part.m or type(s) is type(part.m) !=
+                                                                        nn.Sequential)]:
             with contextlib.suppress(Exception): # (one that can't be computed as the lecture's is checked as it is)
-                s.forward, fixed[id(s)] = fix(s), label
-        results.append([label, line, status, m, kind])
+                s.forward, fixed[id(s)] = fix(s), part.label
     with torch.no_grad():
         for p, was in saved:
             p.copy_(was)
-    for result in [r for r in results if r[4] == 'the model' and r[2] != 'cant' and not r[1].startswith('raised')]:
-        label, line, status, m, kind = result
-        inside = list(dict.fromkeys(fixed[id(s)] for s in safe_modules(m) if id(s) in fixed and s is not m))
+    for part in [p for p in rep.parts if p.kind == 'the model' and p.status != 'cant']:
+        part.fixed = list(dict.fromkeys(fixed[id(s)] for s in safe_modules(part.m) if id(s) in fixed and
+                                        s is not part.m))
         try:
-            result[1:3] = model_line(m, line, status, inside, settings, learner)
+            problems, part.loss = invariants(part.m, block_size(part.m, settings), learner,
+                                             block_size(part.m, settings, cap=None))
         except Exception as e: # what must hold can't be tried on it
-            result[1] += f"; the checker can't run it whole: {message(e)}"
-    return lines(learner, builder, results, stages)
+            problems = [('note', f"the checker can't run it whole: {message(e)}")]
+        part.findings += [Finding(part.label, kind, words) for kind, words in problems]
+        part.whole = [words for kind, words in problems if kind == 'mistake']
+        part.status = 'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'
+    held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
+    unused = [c.__name__ for c in classes if c.__name__ not in held] if builder.models and not builder.failed else []
+    rep.findings += [Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked")] * bool(unused)
+    return rep
 
-def lines(learner, builder, results, stages):
-    mistakes = list(dict.fromkeys(learner.mistakes)) # (once each, however often it ran)
-    out = [f"mistake: {learner.place(at) + ': ' if at else ''}{words}" for at, words in mistakes]
+def verdict(part, rep, settings):
+    """The words for a part: its mistakes at their lines, else matches (its stage, the video's, variants)."""
+    place = lambda f: f"{rep.learner.place(f.at)}: " if f.at else ''
+    mistakes = sorted([f for f in part.findings if f.kind == 'mistake'], key=lambda f: f.at[1] if f.at else 1e9)
+    kinds = {'variant': 'a variant, ', 'video': ''} # (the video's words say so)
+    others = list(dict.fromkeys(place(f) + kinds[f.kind] + f.words for f in part.findings if f.kind in kinds))
+    notes = [f.words for f in part.findings if f.kind == 'note']
+    if part.status in ('cant', 'skip'):
+        return ('not checked: ' * (part.status == 'skip')) + next(f.words for f in part.findings if f.kind in (
+            'cant', 'mistake'))
+    if any(f.words not in part.whole for f in mistakes):
+        words = list(dict.fromkeys(place(f) + f.words for f in mistakes))
+        line = 'differs: ' + '; and '.join(words) + ''.join(f"; {o}" for o in others)
+        return line + ''.join(f"; {n}" for n in notes)
+    line = 'matches' + (f" stage {part.stage} ({', '.join(STAGES[part.stage])})" if part.stage < 7 else '')
+    if part.whole:
+        return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
+    line += ', as in the video' * any(f.kind == 'video' for f in part.findings)
+    line += (': ' + '; '.join(others) if others else '') + ''.join(f"; {n}" for n in notes)
+    if part.kind == 'the model':
+        inside = f"with {', '.join(part.fixed)} as the lecture computes it, " if part.fixed else ''
+        line += f"; {inside}{held(part)}"
+    return line
+
+def lines(rep, settings):
+    learner, builder = rep.learner, rep.builder
     missing = list(dict.fromkeys(learner.notes.get('stand-ins', [])))
-    out += [f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
-            "a part that calls one says so"] * bool(missing)
+    out = [f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
+           "a part that calls one says so"] * bool(missing)
     out += [f"note: left out: {e}" for e in learner.notes.get('unread', [])]
     given = sorted(f"{name}={value}" for name, value in builder.supplied if meaning(name) != 'vocab_size')
     out += [f"note: your code reads {', '.join(given)}, which it never sets: the lecture's values"] * bool(given)
-    built = [f"{label} as {learner.place(at)} builds it" for label, _, _, m, kind in results if kind == 'the model'
-             for model, at in builder.models if model is m and at]
+    built = [f"{p.label} as {learner.place(at)} builds it" for p in rep.parts if p.kind == 'the model'
+             for model, at in builder.models if model is p.m and at]
     out += [f"note: checked {', '.join(built)}"] * bool(built)
-    column = max(20, *(len(label) + 1 for label, *_ in results))
-    out += [f"{label:<{column}} {'not checked: ' * (status == 'skip')}{line}" for label, line, status, *_ in results]
-    checked = [r for r in results if r[2] != 'skip']
-    failed = [label for label, _, status, *_ in checked if status != 'ok']
-    last = max(stages.values(), default=7)
-    at = 'gpt.py' if last == 7 else f"the lecture at stage {last} ({', '.join(STAGES[last])})"
-    out.append(f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
-               (f"; look at {', '.join(failed)}" if failed else '') +
-               (f"; and {len(mistakes)} mistake{'s' * (len(mistakes) > 1)} above" if mistakes else ''))
-    return out, 2 if not checked or any(r[2] == 'cant' for r in checked) else 1 if failed or mistakes else 0
+    out += [f"note: {f.words}" for f in rep.findings if f.kind == 'note']
+    column = max(20, *(len(p.label) + 1 for p in rep.parts))
+    out += [f"{p.label:<{column}} {verdict(p, rep, settings)}" for p in rep.parts]
+    checked = [p for p in rep.parts if p.status != 'skip']
+    failed = [p.label for p in checked if p.status != 'ok']
+    at = 'gpt.py' if rep.stage == 7 else f"the lecture at stage {rep.stage} ({', '.join(STAGES[rep.stage])})"
+    return out + [f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
+                  (f"; look at {', '.join(failed)}" if failed else '')]
 
 def check(learner, builder):
-    """The report on the learner's parts, and its exit code; their globals and random numbers as they were."""
+    """The Report; their globals and random numbers left as they were."""
     classes = classes_of(learner)
-    learner.mistakes += [m for cls in classes for m in misspelt(cls)] # (a running notebook's)
     settings, rng = Settings(learner.names, learner.own), torch.get_rng_state()
     put = supply(classes, settings, builder.supplied)
     try:
         builder.functions()
-        return report(learner, builder, classes, settings)
+        rep = report(learner, builder, classes, settings)
+        rep.lines = lines(rep, settings)
+        return rep
     finally:
         torch.set_rng_state(rng)
         put_back(put)

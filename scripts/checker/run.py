@@ -1,46 +1,61 @@
 """
-Step 3, running: a model run once, what each module inside receives kept; the torch calls a part makes,
-each at the learner's line; forward and generate called by what their parameters mean; what must hold.
+Step 3, running: every tensor a part makes, at the learner's line, and what each was made from; what each
+module of a model receives; forward and generate called by what their parameters mean; what must hold of a
+model whatever its weights.
 """
 import contextlib, inspect, math
 
 import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 
 from checker.build import safe_modules
 from checker.lecture import norm, out_of, vocab
 from checker.load import message
 
-TRACED = {'softmax', 'masked_fill', 'masked_fill_', 'matmul', 'bmm', 'einsum', 'mul', 'rmul', 'truediv', 'div',
-          'cat', 'view', 'reshape', 'transpose', 'dropout', 'scaled_dot_product_attention', 'mean', 'where'}
-MATMULS = ('matmul', 'bmm', 'einsum')
+def tensors(tree):
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
 
 class Event:
-    """A torch call ('softmax', ...) or a module call ('module'), at the learner's line that made it."""
-    def __init__(self, name, at, args, kwargs, out, module=None):
-        self.name, self.at, self.args, self.kwargs, self.out, self.module = name, at, args, kwargs, out, module
-        self.value = out.detach().clone() if name in MATMULS else None # (before an in-place op changes it)
-    def tensors(self):
-        return [t for t in (*self.args, *self.kwargs.values()) if isinstance(t, torch.Tensor)]
+    """A torch call ('softmax', ...) or a module's ('module'), at the learner's line: its arguments, its output
+    tensors and their values then (before an in-place op), the events that made its inputs (-1: the input)."""
+    def __init__(self, name, at, args, kwargs, out, module=None, parents=()):
+        self.name, self.at, self.args, self.kwargs, self.module, self.parents = name, at, args, kwargs, module, parents
+        self.outs = tensors(out)
+        self.values = [t.detach().clone() for t in self.outs]
 
 class Trace(TorchFunctionMode):
     """The torch calls and module calls made inside `with Trace(learner) as t:`, in t.events."""
     def __init__(self, learner):
         super().__init__()
-        self.learner, self.events = learner, []
+        self.learner, self.events, self.made = learner, [], {} # made: id(tensor) -> the event that made it
+    def record(self, name, args, kwargs, out, module=None):
+        parents = {self.made[id(t)] for t in tensors((args, kwargs)) if id(t) in self.made}
+        self.events.append(Event(name, self.learner.line(), args, kwargs, out, module, parents))
+        if module is None: # (a module's output is made by the calls inside it)
+            self.made.update({id(t): len(self.events) - 1 for t in self.events[-1].outs})
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if getattr(func, '__name__', '').strip('_') in TRACED:
-            self.events.append(Event(func.__name__.strip('_'), self.learner.line(), args, kwargs or {}, out))
+        if tensors(out) and getattr(func, '__name__', '') != '__get__':
+            self.record(getattr(func, '__name__', '?').strip('_'), args, kwargs or {}, out)
         return out
     def __enter__(self):
         self.hook = nn.modules.module.register_module_forward_hook(
-            lambda m, args, out: self.events.append(Event('module', self.learner.line(), args, {}, out, m)))
+            lambda m, args, out: self.record('module', args, {}, out, m))
         return super().__enter__()
     def __exit__(self, *exc):
         self.hook.remove()
         return super().__exit__(*exc)
+    def leading_to(self, out):
+        """The events whose results the tensor out is made from."""
+        todo, seen = [self.made[id(t)] for t in tensors(out) if id(t) in self.made], set()
+        while todo:
+            i = todo.pop()
+            if i >= 0 and i not in seen:
+                seen.add(i)
+                todo += self.events[i].parents
+        return seen
 
 def capture(m, ctx):
     """Run a model on its tokens once, in eval mode, and keep in ctx.inputs what each module inside receives."""
@@ -79,9 +94,9 @@ IDX = {norm(n) for n in 'idx context x tokens input_ids inputs input ids prompt 
                         'indices token_ids cond idx_cond prefix src context_tokens'.split()}
 COUNT = ('new', 'len', 'num', 'max', 'count', 'step', 'token', 'char', 'many') # words in a count's name
 
-def generated(m, idx):
-    """None where m.generate runs from idx, else what it raised: called by what its parameters mean (idx, 2 new
-    tokens, the CPU, the rest their defaults); a first parameter by no known name, idx, else the count."""
+def generate(m, idx, n):
+    """m.generate(idx, n new tokens), its parameters by what they mean (a first one by no known name: idx, else
+    the count; the CPU; the rest their defaults): (what it returns, what it raised, whether it took idx)."""
     errors = []
     for first_is_idx in (True, False):
         kwargs, params = {}, inspect.signature(m.generate).parameters.values()
@@ -92,45 +107,84 @@ def generated(m, idx):
                 if name in IDX or i == 0 and p.default is p.empty and not counts and first_is_idx:
                     kwargs[p.name], first_is_idx = idx, False
                 elif counts or p.annotation is int and p.default is p.empty:
-                    kwargs[p.name] = 2
+                    kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
-            m.generate(**kwargs)
-            return None
+            return m.generate(**kwargs), None, any(v is idx for v in kwargs.values())
         except Exception as e:
             errors.append(e)
-    return errors[0]
+    return None, errors[0], True
 
-def invariants(m, T, learner):
-    """([what fails of: the past never hears the future, batch rows never talk, generate goes past block_size
-    and from one token, the loss at init near ln(vocab)], the loss at init)."""
+def sampling(m, block, learner):
+    """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
+    and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
+    where it can); generate returns the prompt and the new tokens, sampled from the last position."""
+    lengths, fed, probs, said, held = [], [], [], [], 'generate runs'
+    forward, multinomial = m.forward, torch.multinomial
+    def watched(*args, **kwargs): # (self(idx) and self.forward(idx) alike)
+        lengths.append(tensors((args, kwargs))[0].shape[-1])
+        fed.append(forward(*args, **kwargs))
+        return fed[-1]
+    m.forward = watched
+    torch.multinomial = lambda p, *a, **k: probs.append(p) or multinomial(p, *a, **k)
+    try:
+        phases = [(1, 3), (max(1, block - 1), 3)]
+        while phases:
+            (start, new), lengths[:] = phases.pop(0), []
+            with torch.no_grad():
+                out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
+            if not prompted: # it starts from a token of its own: past block_size from there (a small one)
+                phases = [(1, block + 2)] if new == 3 and block <= 64 else []
+            if e is not None:
+                crop = ' (crop idx to the last block_size)' * ('out of range' in str(e) and max(lengths) > block)
+                return [('mistake', f"generate fails{' past block_size' * bool(crop)}{crop}: {message(e)}")] * \
+                    learner.raised(e)
+            cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
+            if lengths not in (cropped, grown):
+                said.append(('mistake', "generate feeds the model the prompt's length only: the context never "
+                             "grows (keep idx whole; crop what the model gets to the last block_size)") if set(
+                    lengths) == {start} else ('mistake', f"generate feeds the model {lengths} tokens from a "
+                                                         f"prompt of {start}: it should grow by one to block_size"))
+            held = 'generate crops to block_size and runs past it' if lengths == cropped != grown else \
+                'generate runs past block_size' if lengths and max(lengths) > block else held
+            size = out.shape[-1] if isinstance(out, torch.Tensor) else start + new
+            if size not in (start + new, new) or size == new != start + new and prompted:
+                said.append(('note', f"generate returns {size} tokens for a prompt of {start} and {new} new (the "
+                                     "lecture's: both)"))
+    finally:
+        del m.forward
+        torch.multinomial = multinomial
+    last = [f[0, -1].argmax() for f in map(out_of, fed) if isinstance(f, torch.Tensor) and f.dim() == 3]
+    if probs and len(probs) == len(last) and any(p.reshape(-1).argmax() != i for p, i in zip(probs, last)):
+        said.append(('mistake', "generate samples from something else than the last position's logits "
+                                "(logits[:, -1, :])"))
+    return list(dict.fromkeys(said)) + [('held', held)]
+
+def invariants(m, T, learner, block):
+    """([(kind, words) of what fails: the past never hears the future, batch rows never talk (at T), generate
+    (at block), the loss at init near ln(vocab)], the loss at init)."""
     V, g = vocab(m), torch.Generator().manual_seed(0)
     idx, targets = torch.randint(V, (2, T), generator=g), torch.randint(V, (2, T), generator=g)
     later, other = idx.clone(), idx.clone()
     later[:, T // 2:], other[1] = (later[:, T // 2:] + 1) % V, (other[1] + 1) % V
-    problems, loss, failed = [], None, {}
+    problems, loss = [], None
     try:
         with torch.no_grad():
             logits = logits_of(m.eval(), idx)
-            problems += ["a future token changes an earlier output"] * (
+            problems += [('mistake', "a future token changes an earlier output")] * (
                 not torch.allclose(logits_of(m, later)[:, :T // 2], logits[:, :T // 2], atol=1e-5))
-            problems += ["one example in a batch changes another's output"] * (
+            problems += [('mistake', "one example in a batch changes another's output")] * (
                 not torch.allclose(logits_of(m, other)[0], logits[0], atol=1e-5))
             if targets_of(m):
                 out = m(idx, **{targets_of(m): targets}) # (logits, loss), {'loss': ...}, or the loss alone
                 loss = out.get('loss') if isinstance(out, dict) else out[1] if isinstance(out, (tuple, list)) else out
-            for start, what in ((idx[:1], 'past block_size'), (idx[:1, :1], 'from one token')):
-                e = generated(m, start) if hasattr(m, 'generate') else None
-                if e is not None and learner.raised(e): # (the checker's call failing is not their mistake)
-                    crop = ' (crop idx to the last block_size)' * ('out of range' in str(e) and start.shape[1] > 1)
-                    failed.setdefault(message(e), []).append(what + crop)
+        problems += sampling(m, block, learner) if hasattr(m, 'generate') else []
     except Exception as e: # the model itself fails: its own line says where
-        return [f"running it raised {message(e)}"], None
-    problems += [f"generate fails {' and '.join(dict.fromkeys(whats))}: {said}" for said, whats in failed.items()]
+        return [('mistake', f"running it raised {message(e)}")], None
     loss = loss if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
     if loss is not None and not math.log(V) - 0.1 < loss.item() < math.log(V) + 1:
-        problems.append(f"its loss at init is {loss.item():.2f}, not near ln {V} = {math.log(V):.2f} (the lecture's "
-                        "4.2 to 4.9)")
+        problems.append(('mistake', f"its loss at init is {loss.item():.2f}, where about ln {V} = "
+                                    f"{math.log(V):.2f} is expected (the lecture's 4.2 to 4.9)"))
     return problems, loss

@@ -148,6 +148,8 @@ def main(argv):
     model, ckpt = load_model(args.ckpt, args.device, args.code)
     encode, decode = common.codec(ckpt['chars'])
     check_vocabulary(args.prompt, ckpt['chars'])
+    print(f"note: sampling from {args.ckpt}" + (f" (step {ckpt['step']}, best val loss {ckpt['best_val_loss']:.4f})"
+                                                 if 'step' in ckpt else ''), file=sys.stderr)
     start = encode(args.prompt) if args.prompt else [0] # token 0 is '\n', the lecture's start
     context = torch.tensor([start] * args.num_samples, dtype=torch.long, device=args.device)
 

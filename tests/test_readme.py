@@ -1,8 +1,13 @@
 """The READMEs stay true to the code: the options they use exist, the video map points at code that
 exists, their links lead somewhere, and they keep to their budgets."""
 import ast
+import glob
 import os
 import re
+import shutil
+import subprocess
+
+import pytest
 
 import progression
 from conftest import ROOT, run_here
@@ -113,3 +118,19 @@ def test_the_budgets():
     size = sum(len(read(f)) for f in checker) # (over the 95,000 asked for: see scripts/README.md)
     assert len(checker) >= 7 and size <= 117_000 and max(lines) <= 600, (size, dict(zip(checker, lines)))
     assert len(read('README.md')) <= 25_000 and len(read('scripts/README.md')) <= 30_000
+
+
+def test_every_script_compiles_on_the_oldest_python_the_readme_names():
+    """README: 'Python 3.10+' (scripts/check.py reads sys.stdlib_module_names, new in 3.10; so does PyTorch
+    need it). Where this machine has that Python (its own torch may be missing), every script of ours
+    compiles under it and the names of its standard library that we read are there."""
+    version = re.search(r'Python (3\.\d+)\+', read('README.md')).group(1)
+    found = glob.glob(os.path.expanduser(f'~/.pyenv/versions/{version}.*/bin/python{version}'))
+    exe = found[0] if found else shutil.which(f'python{version}')
+    if not exe or subprocess.run([exe, '-c', ''], capture_output=True).returncode:
+        pytest.skip(f'no Python {version} on this machine')
+    files = [os.path.join(d, f) for d, _, fs in os.walk(ROOT) for f in fs if f.endswith('.py')
+             and 'fixtures' not in d and '.git' not in d]
+    code = 'import sys; sys.stdlib_module_names; [compile(open(f).read(), f, "exec") for f in sys.argv[1:]]'
+    r = subprocess.run([exe, '-c', code, *files], capture_output=True, text=True)
+    assert r.returncode == 0 and len(files) > 40, r.stderr

@@ -38,6 +38,9 @@ def test_sample_with_prompt_temperature_and_top_k(out):
             '--max_new_tokens=100', '--num_samples=2', '--device=cpu']
     a, b = sample(*args), sample(*args)
     assert a.returncode == 0, a.stderr
+    ckpt = torch.load(out / 'best.pt', weights_only=False) # which checkpoint it read, said as it starts
+    assert a.stderr == f"note: sampling from {out / 'best.pt'} (step {ckpt['step']}, best val loss " \
+                       f"{ckpt['best_val_loss']:.4f})\n"
     samples = a.stdout.split('\n---------------\n')
     assert len(samples) == 2 and all(s.startswith('ROMEO:') for s in samples)
     assert len(samples[0]) == len('ROMEO:') + 100
@@ -95,7 +98,8 @@ def test_a_bare_state_dict_of_the_lectures_model_samples_as_its_checkpoint_does(
         r = sample(f'--ckpt={tmp_path / name}', *args)
         assert r.returncode == 0 and r.stdout == ours.stdout, r.stderr
         assert r.stderr == (f"note: {tmp_path / name} is a bare state_dict: read with n_embd=16 n_head=2 "
-                            "n_layer=1 block_size=16 and Tiny Shakespeare's characters\n")
+                            "n_layer=1 block_size=16 and Tiny Shakespeare's characters\n"
+                            f"note: sampling from {tmp_path / name}\n")
     # another shape, read off the weights too; attention_map.py loads it the same way
     torch.save(lecture_layout(65, n_embd=24, n_head=3, n_layer=2, block_size=8).state_dict(), tmp_path / 'm.pt')
     r = run_here(os.path.join('scripts', 'attention_map.py'), f'--ckpt={tmp_path / "m.pt"}', '--prompt=ROMEO:')
@@ -108,7 +112,7 @@ def test_a_bare_state_dict_of_the_lectures_model_samples_as_its_checkpoint_does(
     torch.save(renamed, tmp_path / 'renamed.pt')
     r = sample(f'--ckpt={tmp_path / "renamed.pt"}')
     note, error = r.stderr.splitlines()
-    assert r.returncode == 1 and 'n_layer=1 ' in note, r.stderr # its blocks still counted
+    assert r.returncode == 1 and 'n_layer=1 ' in note, r.stderr # its blocks still counted (nothing sampled)
     assert error.startswith(f'error: {tmp_path / "renamed.pt"} does not fit GPTLanguageModel: Missing key(s) '
                             'in state_dict: "blocks.0.sa.'), error
 

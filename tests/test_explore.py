@@ -21,6 +21,9 @@ CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
 needs_chromium = pytest.mark.skipif(not CHROMIUM, reason="no chromium here: apt-get install chromium (.ci/run does)")
 PROMPTS = ['First Citizen:\nBefore', 'ROMEO:', 'a', 'We are accounted poor']
 TYPED = 'Hi, Romé!\nAll: we are accounted poor citizens' # longer than block_size (24), once é is left out
+LONG = 'First Citizen:\nBefore we proceed any further, hear me speak.' # 61 characters: 37 the model can't read
+SHOWN = [[LONG, 0.5, 0], [LONG, 1.5, 0], ['ROMEO:', 0.7, 3], ['ROMEO:', 0.7, 1]] # [text, temperature, top-k],
+# set in that order, each as a user would, if it changed: the second moves the slider alone, the last top-k alone
 
 
 @pytest.fixture(scope='module')
@@ -63,8 +66,8 @@ def browser(checkpoint, tmp_path_factory):
     r = run_here(EXPLORE, f'--ckpt={checkpoint}', f'--out={page}')
     assert r.returncode == 0, r.stderr
     ask = dict(prompts=PROMPTS, samples=[['ROMEO:', 40, 0.8, 5, 7], ['ROMEO:', 40, 0.8, 5, 7], ['ROMEO:', 30, 1, 1, 0]],
-               typed=TYPED)
-    answer = explore.in_browser(page, ask, f'--log-net-log={folder}/net.json')
+               shown=SHOWN, append=[LONG * 6, 20], first=['ROMEO:', 0.8, 5, 4000], typed=TYPED) # append: after the last of SHOWN (top-k 1)
+    answer = explore.in_browser(page, ask, f'--log-net-log={folder}/net.json', '--window-size=1280,1000')
     subprocess.run([CHROMIUM, *explore.CHROMIUM, '--hide-scrollbars', f'--user-data-dir={folder}/u',
                     f'--screenshot={folder}/shot.png', '--window-size=1280,1000', page.as_uri()],
                    capture_output=True, timeout=60, cwd=folder)
@@ -97,6 +100,93 @@ def test_typing_marks_unknown_characters_and_draws_the_odds_and_every_map(browse
     assert answer['read'] == TYPED.replace('é', '')[-24:]
     torch.testing.assert_close(torch.tensor(answer['logits']), pytorch(checkpoint, answer['read'])[0], rtol=1e-4,
                                atol=1e-4)
+
+
+def odds(logits, temperature, top_k):
+    """PyTorch's probabilities of the next character, as sample.py draws them: softmax(logits / T), top-k only."""
+    logits = logits / temperature
+    if top_k:
+        logits[logits < torch.topk(logits, top_k).values[-1]] = -float('inf')
+    return torch.softmax(logits, dim=-1)
+
+
+@needs_chromium
+@pytest.mark.parametrize('case', range(len(SHOWN)))
+def test_the_bars_show_the_ten_likeliest_characters_with_pytorchs_odds_in_order(browser, checkpoint, case):
+    """What the page displays, read off it: the ten bars' characters, percentages and lengths, for temperatures
+    below and above 1 and with top-k, are PyTorch's, likeliest first; the slider's value is shown beside it."""
+    answer, *_ = browser
+    text, temperature, top_k = SHOWN[case]
+    shown = answer['shown'][case]
+    assert shown['read'] == text[-24:] and shown['temperature'] == f'{temperature:.2f}'
+    p = odds(pytorch(checkpoint, shown['read'])[0], temperature, top_k)
+    chars = sample.DATA_CHARS
+    assert len(shown['bars']) == 10
+    seen = [p[chars.index(c)].item() for c, _, _ in shown['bars']]
+    for (c, percent, width), q in zip(shown['bars'], seen):
+        assert percent == f'{100 * q:.1f}%' or abs(float(percent[:-1]) - 100 * q) < 0.051, (c, percent, q)
+        assert abs(width - 300 * q) <= 1.01, (c, width, q) # the bar: 300 px is certain
+    assert all(a >= b - 1e-6 for a, b in zip(seen, seen[1:])), seen # likeliest first
+    assert sorted(seen, reverse=True)[:10] == pytest.approx(p.sort(descending=True).values[:10].tolist(), abs=1e-6)
+    if top_k:
+        assert sum(q > 0 for q in seen) == top_k and all(b[1] == '0.0%' for b in shown['bars'][top_k:])
+
+
+@needs_chromium
+def test_the_maps_cells_are_attention_maps_weights(browser, checkpoint):
+    """Each of the 12 maps, read back pixel by pixel: cell (i, j) coloured by attention_map.py's wei[i, j] (dark 0
+    to yellow 1, to the colour's 1/215 rounding), the future (j > i) a flat grey."""
+    answer, *_ = browser
+    for shown in answer['shown'][:1] + answer['shown'][2:3]:
+        T = len(shown['read'])
+        wei = pytorch(checkpoint, shown['read'])[1].flatten(0, 1)
+        assert len(shown['maps']) == 12 and wei.shape == (12, T, T)
+        for cells, w in zip(shown['maps'], wei):
+            rgb = torch.tensor(cells, dtype=torch.float32).reshape(T, T, 3)
+            future = torch.ones(T, T).triu(1).bool()
+            assert (rgb[future] == 244).all()
+            v = w[~future]
+            torch.testing.assert_close(rgb[~future], torch.stack([40 + 215 * v, 20 + 200 * v, 90 - 60 * v], 1),
+                                       atol=1.01, rtol=0)
+
+
+@needs_chromium
+def test_the_page_greys_what_the_model_cannot_read_and_keeps_its_controls_still(browser):
+    """Past block_size (24) the characters the model does not read are grey and a note says why; none are grey
+    when the text fits. The Sample button, beside the bars on a laptop's screen, does not move as they change."""
+    answer, *_ = browser
+    long, _, short, _ = answer['shown']
+    assert long['unread'] == LONG[:-24].replace(' ', '·').replace('\n', '↵') and 'grey: before the last 24' in long['note']
+    assert short['unread'] == '' and 'grey' not in short['note']
+    assert len({tuple(shown['button']) for shown in answer['shown']}) == 1 and answer['shown'][0]['button'][0] > 400
+
+
+@needs_chromium
+def test_sample_and_append_adds_the_models_text_and_shows_its_end(browser, checkpoint):
+    """Sample and append, at top-k 1, adds PyTorch's greedy continuation of the last block_size characters (the
+    vocabulary's characters only), shows it, and scrolls the text box to it."""
+    answer, *_ = browser
+    appended = answer['appended']
+    prompt = LONG * 6 # more than the box's height
+    model, ckpt = sample.load_model(str(checkpoint), 'cpu')
+    idx = torch.tensor([[ckpt['chars'].index(c) for c in prompt]])
+    greedy = ''.join(ckpt['chars'][i] for i in model.generate(idx, 20, top_k=1)[0, len(prompt):].tolist())
+    assert appended['text'] == prompt + greedy and set(greedy) <= set(sample.DATA_CHARS)
+    assert appended['shown'].endswith(greedy.replace(' ', '·').replace('\n', '↵'))
+    assert appended['bottom']
+
+
+@needs_chromium
+def test_the_pages_sampler_draws_each_character_as_often_as_pytorchs_odds_say(browser, checkpoint):
+    """The first character sampled after 'ROMEO:' at temperature 0.8, top-k 5, over 4,000 seeds: each of the five
+    as often as PyTorch's softmax gives it (within 5 standard errors), no other."""
+    answer, *_ = browser
+    p = odds(pytorch(checkpoint, 'ROMEO:')[0], 0.8, 5)
+    drawn = answer['first']
+    assert len(drawn) == 4000 and set(drawn) <= {sample.DATA_CHARS[i] for i in p.nonzero().flatten().tolist()}
+    for i in p.nonzero().flatten().tolist():
+        q, share = p[i].item(), drawn.count(sample.DATA_CHARS[i]) / len(drawn)
+        assert abs(share - q) < 5 * (q * (1 - q) / len(drawn)) ** 0.5 + 1e-3, (sample.DATA_CHARS[i], share, q)
 
 
 @needs_chromium

@@ -94,13 +94,19 @@ def test_the_script_prints_the_models_loss_beside_the_compressors(run_of_my_own)
         round(evaluate.exact_loss(model, val, 16, 16), 4)
     assert rows['the model, after 9 to 16 characters'] == round(evaluate.exact_loss(model, val, 16, 8), 4)
     assert rows['a uniform guess over its 10 characters'] == round(math.log(10), 4)
-    assert [name.split(',')[0] for name in rows if ', ' in name and 'model' not in name] == \
-        ['gzip -9', 'bzip2 -9', 'xz -9'] * 2 # the split alone, then after the train split
+    assert list(rows) == ['the model, after 1 to 16 characters (as gpt.py counts)', 'the model, after 9 to 16 '
+                          'characters', 'a uniform guess over its 10 characters'] + [ # the README's order
+        f'{name} -9, {what}' for what in ('the split alone', 'after the train split') for name in ('gzip', 'bzip2', 'xz')]
     train_bytes, val_bytes = (split.encode() for split in common.split(text))
     gzipped = len(gzip.compress(val_bytes, 9)) # bytes, for 300 characters
     assert rows['gzip -9, the split alone'] == round(gzipped * 8 / 300 * math.log(2), 4) # in nats
     after = len(gzip.compress(train_bytes + val_bytes, 9)) - len(gzip.compress(train_bytes, 9)) # what val adds
     assert rows['gzip -9, after the train split'] == round(after * 8 / 300 * math.log(2), 4)
+    for name, loss, bits, perplexity in re.findall(r'^\| ([^|]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$', r.stdout, re.M):
+        loss = rows[name] # each row's bits and perplexity from its loss in nats, by their definitions
+        assert abs(float(bits) - loss / math.log(2)) <= 0.0005 + 0.00005 / math.log(2), name # (loss: 4 places)
+        assert abs(float(perplexity) - math.exp(loss)) <= 0.005 + 0.00005 * math.exp(loss), name
+    assert len(re.findall(r'^\| [^|]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$', r.stdout, re.M)) == len(rows) == 9
     r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--split=train')
     assert r.returncode == 0 and 'of the train split (2,700)' in r.stdout, r.stderr
     assert len(table(r.stdout)) == 2 + 1 + 3 # no rows "after the train split"

@@ -8,7 +8,9 @@ import shutil
 import subprocess
 
 import pytest
+import torch
 
+import gpt
 import progression
 from conftest import ROOT, run_here
 
@@ -134,3 +136,42 @@ def test_every_script_compiles_on_the_oldest_python_the_readme_names():
     code = 'import sys; sys.stdlib_module_names; [compile(open(f).read(), f, "exec") for f in sys.argv[1:]]'
     r = subprocess.run([exe, '-c', code, *files], capture_output=True, text=True)
     assert r.returncode == 0 and len(files) > 40, r.stderr
+
+
+def printed_config(*args):
+    """What `python gpt.py ARGS` prints it will use (its config line, and its note on a CPU), given a text that
+    isn't there: configure prints before the data is read, then the run stops."""
+    r = run_here('gpt.py', *args, '--device=cpu', '--input_file=/nonexistent/input.txt')
+    assert r.returncode == 1 and 'nonexistent' in r.stderr, r.stderr
+    config = re.search(r'^config: (.*)$', r.stdout, re.M).group(1)
+    return dict(kv.split('=', 1) for kv in config.split()), r.stdout
+
+
+def test_the_settings_the_readme_gives_are_those_gpt_py_prints_it_used():
+    """The README's words for the CPU preset and the lecture's config, against gpt.py's config line; and the
+    hours it quotes gpt.py saying on 2 cores, against what gpt.py says on 2 threads."""
+    text = ' '.join(read('README.md').split())
+    m = re.search(r"The CPU preset is the lecture's model made small \((\d+) layers, (\d+) heads, (\d+) wide, block "
+                  r"(\d+), batch (\d+), no dropout, ([\d,]+) steps at lr ([\de.-]+), warmed up then decayed", text)
+    said, _ = printed_config('--preset=cpu')
+    assert m and [int(said[k]) for k in ('n_layer', 'n_head', 'n_embd', 'block_size', 'batch_size')] == \
+        [int(g) for g in m.groups()[:5]], (m and m.groups(), said)
+    assert (int(said['max_iters']), float(said['learning_rate'])) == (int(m[6].replace(',', '')), float(m[7]))
+    assert float(said['dropout']) == 0 and said['lr_decay'] == 'True' and int(said['warmup_iters']) > 0
+    assert 'python gpt.py --preset=cpu         # into out-cpu/' in read('README.md') and said['out_dir'] == 'out-cpu'
+    assert '`fast_attention` |' in text.split('on in `--preset=cpu`')[0][-200:] and said['fast_attention'] == 'True'
+    assert 'It runs on the CPU even where a GPU is' in text and gpt.PRESETS['cpu']['device'] == 'cpu'
+    written_up = ' '.join(read('scripts/README.md').split()) # the sweep's table: the rate decays to lr/10
+    assert '| lr (cosine to lr/10) |' in written_up and float(said['min_lr']) == pytest.approx(float(m[7]) / 10)
+    assert 'Its evaluations average 40 batches' in written_up and said['eval_iters'] == '40'
+    m = re.search(r'the scaled config \((\d+) layers, (\d+) heads, (\d+) wide, block (\d+), dropout ([\d.]+)\)', text)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        said, stdout = printed_config()
+    finally:
+        torch.set_num_threads(threads)
+    assert m and [said[k] for k in ('n_layer', 'n_head', 'n_embd', 'block_size', 'dropout')] == list(m.groups())
+    quoted = re.search(r'says as it starts: `(about \d+ hours on 2 CPU cores, the first losses in \d+ minutes)`', text)
+    assert quoted and f'note: {quoted[1]};' in stdout, stdout
+    assert re.search(r'on 2 CPU cores, about (\d+) hours', text)[1] == re.search(r'about (\d+) hours', quoted[1])[1]

@@ -1,6 +1,7 @@
 """Exercise EX2: the addition data, its loss masking, and a tiny run that learns."""
 import os
 import sys
+import time
 
 import pytest
 import torch
@@ -114,3 +115,15 @@ def test_decay_by_clock_needs_max_seconds(capsys):
     with pytest.raises(SystemExit):
         addition.parse_args(['--decay_by_clock'])
     assert capsys.readouterr().err == "error: --decay_by_clock needs --max_seconds (see --help)\n"
+
+
+def test_training_stops_once_every_score_reaches_the_target_and_not_before():
+    """The loop shared with calculator.py: evaluated every 10 steps, it stops at the first evaluation where the
+    lowest score reaches --target (a score exactly at it counts), never when only one does."""
+    args = addition.parse_args(['--max_steps', '60', '--eval_every', '10', '--target', '0.9'])
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.AdamW(model.parameters())
+    said = iter([{'+': 1.0, '-': 0.5}, {'+': 0.5, '-': 0.95}, {'+': 0.9, '-': 0.9}, {'+': 1.0, '-': 1.0}])
+    scores, step = addition.train(args, model, optimizer, lambda: model(torch.ones(1, 2)).sum(), lambda: next(said),
+                                  time.time())
+    assert (step, scores) == (30, {'+': 0.9, '-': 0.9})

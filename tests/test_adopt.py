@@ -38,7 +38,26 @@ def trained(module, path, steps=5):
     return model.eval()
 
 
+FUSED = [ # one Linear for a head's query, key and value, then the video's scale, C**-0.5 with C = n_embd
+    ("        self.v = nn.Linear(config['emb_size'], head_dim, bias=False) # made in another order than the lecture's\n"
+     "        self.k = nn.Linear(config['emb_size'], head_dim, bias=False)\n"
+     "        self.q = nn.Linear(config['emb_size'], head_dim, bias=False)\n",
+     "        self.qkv = nn.Linear(config['emb_size'], 3 * head_dim, bias=False)\n"),
+    ("        att = (self.q(x) @ self.k(x).transpose(-2, -1)) / (self.k.out_features ** 0.5)\n",
+     "        q, k, v = self.qkv(x).chunk(3, dim=-1)\n        att = (q @ k.transpose(-2, -1)) * x.shape[-1] ** -0.5\n"),
+    ("        return self.drop(att) @ self.v(x)", "        return self.drop(att) @ v")]
+BATCHED = [ # EX1: every head's query, key and value in one Linear, the heads a batch dimension, the video's scale
+    ("        self.attn_heads = nn.ModuleList(SelfAttention(size) for _ in range(config['num_heads']))\n",
+     "        self.c_attn = nn.Linear(config['emb_size'], 3 * config['emb_size'], bias=False)\n"
+     "        self.register_buffer('tril', torch.tril(torch.ones(config['context_length'], config['context_length'])))\n"),
+    ("        return self.drop(self.out(torch.cat([head(x) for head in self.attn_heads], dim=-1)))",
+     "        B, T, C = x.shape\n"
+     "        q, k, v = (t.view(B, T, config['num_heads'], -1).transpose(1, 2) for t in self.c_attn(x).split(C, dim=2))\n"
+     "        att = (q @ k.transpose(-2, -1)) * C ** -0.5\n"
+     "        att = att.masked_fill(self.tril[:T, :T] == 0, float('-inf')).softmax(dim=-1)\n"
+     "        return self.drop(self.out((att @ v).transpose(1, 2).reshape(B, T, C)))")]
 EDITS = {'the video scale': ('/ (self.k.out_features ** 0.5)', '* x.shape[-1] ** -0.5'),
+         'one fused q, k, v and the video scale': FUSED, 'every head in one Linear and the video scale': BATCHED,
          'a generate that never crops': ("self(tokens[:, -config['context_length']:])", 'self(tokens)')}
 
 
@@ -50,7 +69,11 @@ def test_a_learners_own_gpt_gives_its_own_logits_in_our_tools(edit, tmp_path):
     code = LEARNER
     if edit:
         code = tmp_path / 'my_gpt.py'
-        code.write_text(open(LEARNER).read().replace(*EDITS[edit]))
+        text = open(LEARNER).read()
+        for old, new in [EDITS[edit]] if isinstance(EDITS[edit], tuple) else EDITS[edit]:
+            assert old in text
+            text = text.replace(old, new)
+        code.write_text(text)
         assert code.read_text() != open(LEARNER).read()
     theirs = trained(learners_module(code), tmp_path / 'mine.pt')
     model, ckpt = sample.load_model(str(tmp_path / 'mine.pt'), 'cpu', code=str(code))

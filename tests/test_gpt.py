@@ -5,6 +5,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -333,3 +334,27 @@ def test_ctrl_c_twice_gives_the_same_resume_command(tmp_path, monkeypatch):
         said.append(r.stderr)
     assert said[0] == said[1] == (f"error: interrupted; resume with: python {os.path.join(ROOT, 'gpt.py')} "
                                   f"--max_iters=60 {shlex.join(tiny)} --resume=True\n")
+
+
+def test_a_resumed_run_keeps_its_clock(tmp_path):
+    """The seconds in log.csv and on screen go on from where the stopped run left them, never back to 0."""
+    assert run_here('gpt.py', *TINY_GPT, cwd=tmp_path).returncode == 0
+    time.sleep(1) # time between the two runs is not the run's
+    r = run_here('gpt.py', *TINY_GPT, '--max_iters=60', '--resume=True', cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = [row.split(',') for row in (tmp_path / 'out' / 'log.csv').read_text().splitlines()[1:]]
+    seconds = [float(row[3]) for row in rows]
+    assert [int(row[0]) for row in rows] == [0, 10, 20, 30, 40, 50, 60] and seconds == sorted(seconds), seconds
+    shown = [float(s) for s in re.findall(r'^step \d+: .*\| ([\d.]+)s', r.stdout, re.M)]
+    assert len(shown) == 3 and shown[0] >= seconds[3] - 0.05 and shown[-1] - seconds[6] < 0.1, (shown, seconds)
+    assert shown[0] - seconds[3] < 1 # (and the second between the runs not counted)
+
+
+def test_resuming_onto_another_text_is_one_line(tmp_path):
+    """A checkpoint of Tiny Shakespeare resumed with --input_file of other characters: one line, no training."""
+    assert run_here('gpt.py', *TINY_GPT, '--max_iters=0', cwd=tmp_path).returncode == 0
+    (tmp_path / 'other.txt').write_text('0123456789+=' * 500)
+    r = run_here('gpt.py', *TINY_GPT, '--input_file=other.txt', '--resume=True', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == ('error: cannot resume from out/ckpt.pt: its run read another text, '
+                                              'or give this run another --out_dir\n'), r.stderr
+    assert 'step 10' not in r.stdout

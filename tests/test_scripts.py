@@ -30,6 +30,22 @@ def test_progression_prints_the_table_and_json(tmp_path):
 
 
 @needs_input
+def test_stages_trained_side_by_side_print_their_table_in_the_lectures_order(tmp_path):
+    """--jobs 2: stages 6 and 2 start first, 1 when 2 is done, and they end in whatever order; the table and the
+    JSON keep the lecture's order, each row with the losses its stage printed when it finished."""
+    out = tmp_path / 'p.json'
+    r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '6,2,1', '--max_iters', '20',
+                 '--eval_iters', '2', '--device', 'cpu', '--json', str(out), '--jobs', '2')
+    assert r.returncode == 0 and 'training stages 1, 2, 6 on cpu, 2 at a time' in r.stdout, r.stderr
+    table = [line for line in r.stdout.splitlines() if line.startswith('| ') and line[2].isdigit()]
+    rows = json.loads(out.read_text())
+    assert [line.split(' | ')[0] for line in table] == ['| 1', '| 2', '| 6'] and [row['stage'] for row in rows] == [1, 2, 6]
+    for row, line in zip(rows, table):
+        assert re.search(rf"^stage {row['stage']} done: val loss {row['val']:.4f} ", r.stdout, re.M)
+        assert f"| {row['train']:.4f} | {row['val']:.4f} |" in line
+
+
+@needs_input
 def test_progression_draws_each_stages_val_loss_as_it_printed_it(tmp_path, monkeypatch):
     """--png: a PNG of 800 x 500, a line a stage through the val losses its evaluations printed, and the
     video's value for the stage marked at its last step."""

@@ -5,6 +5,7 @@ must match in every part."""
 import json
 import os
 import re
+import shutil
 import sys
 
 import pytest
@@ -162,8 +163,24 @@ NANOGPT = [ # the same, in nanoGPT's layout: its fused attention, its own LayerN
 ]
 
 
+BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written out
+    ('BatchedAttention', [('att = F.softmax(att, dim=-1)', 'att = F.softmax(att, dim=-2)')],
+     '`att = F.softmax(att, dim=-2)` where the lecture has the softmax over the keys (dim=-1)', 'att = F.softmax'),
+    ('BatchedAttention', [('(q @ k.transpose(-2, -1)) * (C // n_head) ** -0.5', '(q @ k.transpose(-2, -1))')],
+     'the 1/sqrt(head_size) scale is missing', 'att = (q @ k'),
+    ('BatchedAttention', [('self.tril[:T, :T] == 0', 'self.tril[:T, :T] == 1')], 'the mask lets the future through',
+     'att = att.masked_fill'),
+    ('Block', [('x = x + self.sa(self.ln1(x))', 'x = x + self.sa(x)'), ('x + self.ffwd(self.ln2(x))', 'x + self.ffwd(x)')],
+     "no LayerNorm (ln1) of the Block's input before the attention", 'x = x + self.sa'), # stage 6 but in the Blocks
+    ('Block', [('x + self.ffwd(self.ln2(x))', 'x + self.ffwd(x)')], 'no LayerNorm (ln2) of x before the feed-forward',
+     'x = x + self.ffwd'),
+]
+
+
 @pytest.mark.parametrize('part, changes, named, at, file', [(*m, RENAMED) for m in MISTAKES] + [
-    (*m, os.path.join(LEARNERS, 'nanogpt_layout.py')) for m in NANOGPT], ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES + NANOGPT])
+    (*m, os.path.join(LEARNERS, 'nanogpt_layout.py')) for m in NANOGPT] + [
+    (*m, os.path.join(LEARNERS, 'batched_4d.py')) for m in BATCHED], ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES +
+                                                                          NANOGPT + BATCHED])
 def test_each_mistake_is_named_under_the_learners_own_names_at_its_line(part, changes, named, at, file, tmp_path):
     with open(file, encoding='utf-8') as f:
         text = f.read()
@@ -207,3 +224,22 @@ def test_a_notebook_cell_whose_definition_fails_is_left_out_with_a_note(tmp_path
     r = run_here('scripts/check.py', str(tmp_path / 'mine.ipynb'))
     assert r.returncode == 0 and r.stdout.startswith(f"note: left out: {tmp_path / 'mine.ipynb'}, cell 1, line 3: "
                                                       "running it raised ZeroDivisionError: division by zero\n"), r.stdout
+
+
+def test_a_mistake_in_another_file_of_a_project_is_named_in_that_file_at_its_line(tmp_path):
+    """project/train.py checked; layers.py, which model.py imports, multiplies by the scale and uses GELU: the
+    mistake is named at layers.py's line, the variant at its own, and the parts around them still match."""
+    shutil.copytree(os.path.join(LEARNERS, 'project'), tmp_path / 'project')
+    layers = tmp_path / 'project' / 'layers.py'
+    text = layers.read_text()
+    for old, new in [('self.key.out_features ** -0.5', 'self.key.out_features ** 0.5'), ('nn.ReLU()', 'nn.GELU()')]:
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    layers.write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'project' / 'train.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 1 and found['Head'] == f"differs: layers.py, {cited(text, 'wei = self.query')}: " \
+        "multiplied by sqrt(head_size), not divided", r.stdout
+    assert found['FeedForward'] == f"matches: layers.py, {cited(text, 'self.net = ')}: a variant, GELU for ReLU " \
+        "(the lecture's is ReLU)", r.stdout
+    assert found['Block'] == 'matches' and found['MultiHeadAttention'] == 'matches'

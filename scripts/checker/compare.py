@@ -203,6 +203,9 @@ def finding(rank, what, steps, new, i, theirs):
         made = theirs.sdpa if theirs.sdpa is not None and name in INSIDE else theirs.find(steps.before[name])
         if name in AFTER and made != theirs.sdpa:
             made = next(iter(theirs.after(made) if made is not None else []), None)
+        if name in ('ln1', 'ln2'): # shown where the Block's own line takes its input (ln1's: the Block's)
+            made = next((k for k in theirs.after(-1 if made is None else made) if theirs.events[k].at in theirs.own),
+                        made)
         said.append(('mistake', never_used(name, theirs.events[dropped]), theirs.where(dropped)) if dropped is not
                     None else ('mistake', MISSING.get(name, f"{STEP.get(name, name)} is missing"), theirs.where(made)))
     return said

@@ -81,7 +81,9 @@ MISSING = {'scaled': 'the 1/sqrt(head_size) scale is missing',
            'relu': 'no ReLU between the two Linear layers', 'x + sa': 'no residual connection around the attention',
            'x + ffwd': 'no residual connection around the feed-forward', 'x': 'no position embedding',
            'ln_f': 'no final LayerNorm (ln_f) before lm_head', 'mean': 'no mean subtracted',
-           'blocks': 'the blocks never applied between the embeddings and lm_head'}
+           'blocks': 'the blocks never applied between the embeddings and lm_head',
+           'ln1': "no LayerNorm (ln1) of the Block's input before the attention",
+           'ln2': 'no LayerNorm (ln2) of x before the feed-forward'}
 
 def out_of(result):
     """The tensor of a part that returns (out, ...), {'logits': ...} or out."""
@@ -212,12 +214,12 @@ CATALOGUE = {
         ('split', 'view', 'mistake', 'the heads split with view(B, nh, T, hs), not view(B, T, nh, hs).transpose',
          ('q', 'k', 'v')),
         ('merge', 'view', 'mistake', 'the heads joined with view(B, T, C) before transposing them back', ('merged',))],
-    'FeedForward': [('act', 'gelu', 'variant', f"GELU {FOR_RELU}", None),
-                    ('act', 'tanh', 'variant', f"GELU (tanh approximation) {FOR_RELU}", None),
-                    ('act', 'silu', 'variant', f"SiLU {FOR_RELU}", None),
-                    ('act', 'relu2', 'variant', f"ReLU squared {FOR_RELU}", None),
-                    ('act', 'swiglu', 'variant', f"SwiGLU: silu(x W) * (x V), then back, {FOR_RELU}", None),
-                    ('act', 'geglu', 'variant', f"GeGLU: gelu(x W) * (x V), then back, {FOR_RELU}", None)],
+    'FeedForward': [('act', 'gelu', 'variant', f"GELU {FOR_RELU}", ('relu',)),
+                    ('act', 'tanh', 'variant', f"GELU (tanh approximation) {FOR_RELU}", ('relu',)),
+                    ('act', 'silu', 'variant', f"SiLU {FOR_RELU}", ('relu',)),
+                    ('act', 'relu2', 'variant', f"ReLU squared {FOR_RELU}", ('relu',)),
+                    ('act', 'swiglu', 'variant', f"SwiGLU: silu(x W) * (x V), then back, {FOR_RELU}", ('linear 2', 'linear 3')),
+                    ('act', 'geglu', 'variant', f"GeGLU: gelu(x W) * (x V), then back, {FOR_RELU}", ('linear 2', 'linear 3'))],
     'Block': [
         ('norm', 'post', 'mistake', 'post-norm, as the paper: LayerNorm after each add, not before each part',
          ('ln1',)),

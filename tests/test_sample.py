@@ -129,11 +129,14 @@ def test_sample_errors_are_one_line(out, tmp_path):
     torch.save({'step': 300}, tmp_path / 'other.pt')
     one_line_error(sample(f'--ckpt={tmp_path / "other.pt"}'), 'it has no model, config and characters')
     one_line_error(sample(ckpt, f'--prompt=@{tmp_path / "nope.txt"}'), 'cannot read the prompt file',
-                   'No such file or directory')
+                   f"{str(tmp_path / 'nope.txt')!r}", 'No such file or directory')
     (tmp_path / 'latin1.txt').write_bytes('caf\u00e9'.encode('latin-1'))
     one_line_error(sample(ckpt, f'--prompt=@{tmp_path / "latin1.txt"}'), 'it is not UTF-8 text')
     one_line_error(sample(ckpt, '--temperature=0'), '--temperature: must be a number > 0, got 0')
     one_line_error(sample(ckpt, '--temperature=nan'), '--temperature: must be a number > 0, got nan')
+    one_line_error(sample(ckpt, '--temperature=inf'), '--temperature: must be a number > 0, got inf')
+    one_line_error(sample(ckpt, '--temperature=9e-7'), '--temperature must be at least 1e-6')
+    one_line_error(sample(ckpt, '--max_new_tokens=-1'), '--max_new_tokens must be >= 0')
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, f'--seed={2**64}'), '--seed an int64')
     nowhere = tmp_path / 'no' / 's.txt' # said before sampling, not after
@@ -146,6 +149,55 @@ def test_sample_errors_are_one_line(out, tmp_path):
     one_line_error(sample(f'--ckpt={tmp_path / "other.pt"}'), 'does not fit GPTLanguageModel')
     one_line_error(sample(ckpt, '--device=cuda' if not torch.cuda.is_available() else '--device=cuda:99'),
                    "cannot use device 'cuda")
+
+
+def test_the_defaults_are_what_help_says_and_the_smallest_temperature_is_greedy(out):
+    """No options: 500 characters after a newline, seed 1337 (as --seed=1337 gives); --temperature=1e-6, the
+    smallest taken, picks as --top_k=1 does."""
+    ckpt = f'--ckpt={out / "best.pt"}'
+    plain = sample(ckpt, '--device=cpu')
+    assert plain.returncode == 0 and len(plain.stdout) == 1 + 500 + 1 and plain.stdout[0] == '\n', plain.stderr
+    assert sample(ckpt, '--device=cpu', '--seed=1337').stdout == plain.stdout
+    assert 'default: 500' in sample('--help').stdout and 'default: 1337' in sample('--help').stdout
+    coldest = sample(ckpt, '--device=cpu', '--temperature=1e-6', '--max_new_tokens=50', '--prompt=ROMEO:')
+    assert coldest.returncode == 0 and coldest.stdout == sample(ckpt, '--device=cpu', '--top_k=1',
+                                                                '--max_new_tokens=50', '--prompt=ROMEO:').stdout
+
+
+def test_one_sample_is_shown_a_character_at_a_time(out, monkeypatch, capsys):
+    """To the screen, each character is written and flushed as it is drawn, the prompt first."""
+    import sample as script
+    seen = []
+    class Screen:
+        def write(self, text):
+            seen.extend([text] if text else []) # (print writes its end='' too)
+        def flush(self):
+            seen.append(None)
+    monkeypatch.setattr(sys, 'stdout', Screen())
+    script.main([f'--ckpt={out / "best.pt"}', '--device=cpu', '--prompt=ROMEO:', '--max_new_tokens=20'])
+    monkeypatch.undo()
+    assert seen[:2] == ['ROMEO:', None] and seen[-1:] == ['\n']
+    drawn = seen[2:-1]
+    assert len(drawn) == 40 and all(len(c) == 1 for c in drawn[0::2]) and drawn[1::2] == [None] * 20, seen
+
+
+def test_importing_sample_runs_nothing():
+    """explore.py and evaluate.py import sample.py: importing it must not sample, whatever the command line."""
+    r = subprocess.run([sys.executable, '-c', 'import sys; sys.argv = ["x", "--max_new_tokens=oops"]; '
+                        f'sys.path.insert(0, {os.path.join(ROOT, "scripts")!r}); import sample'],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == r.stderr == '', r
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_without_running_it(tmp_path):
+    """A .pt that pickles a call (as a file from the internet might): refused in one line, the call never made."""
+    marker = tmp_path / 'ran'
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), 'w'))
+    torch.save({'model': Payload()}, tmp_path / 'evil.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "evil.pt"}'), 'not a readable checkpoint')
+    assert not marker.exists()
 
 
 def plot(*args, cwd=None):

@@ -174,6 +174,8 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
      "no LayerNorm (ln1) of the Block's input before the attention", 'x = x + self.sa'), # stage 6 but in the Blocks
     ('Block', [('x + self.ffwd(self.ln2(x))', 'x + self.ffwd(x)')], 'no LayerNorm (ln2) of x before the feed-forward',
      'x = x + self.ffwd'),
+    ('Block', [('self.sa = BatchedAttention()', 'self.sa = (n_head, n_embd // n_head)')], # (the class's call forgotten)
+     '`self.sa = (n_head, n_embd // n_head)` makes a tuple, not a layer', 'self.sa = ('),
 ]
 
 
@@ -243,3 +245,16 @@ def test_a_mistake_in_another_file_of_a_project_is_named_in_that_file_at_its_lin
     assert found['FeedForward'] == f"matches: layers.py, {cited(text, 'self.net = ')}: a variant, GELU for ReLU " \
         "(the lecture's is ReLU)", r.stdout
     assert found['Block'] == 'matches' and found['MultiHeadAttention'] == 'matches'
+
+
+def test_a_part_that_cannot_run_is_named_once_at_its_cause(tmp_path):
+    """A Block whose attention is a tuple (the class's call forgotten) raises in every model that holds it: the
+    line that makes the tuple is named in Block; the model says it could not be checked, not the crash again."""
+    text = open(os.path.join(LEARNERS, 'batched_4d.py'), encoding='utf-8').read()
+    text = text.replace('self.sa = BatchedAttention()', 'self.sa = (n_head, n_embd // n_head)')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 1 and found['GPT'] == "not checked: it holds Block, which can't run (above)", r.stdout
+    assert found['Block'].startswith(f"differs: {cited(text, 'self.sa = (')}: `self.sa = (n_head, n_embd // n_head)` "
+                                     "makes a tuple, not a layer: mine.py, line "), r.stdout

@@ -273,7 +273,8 @@ def check_part(label, m, kind, ctx, context, learner):
         if id(m) not in ctx.inputs: # built alone with guessed sizes: the guess may be what failed
             return 'cant', [('cant', f"can't be checked alone: no model of yours holds it, and built as the "
                              f"checker guessed, it raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
-        return 'differs', [('mistake', f"raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
+        return 'differs', explain.not_a_layer(m, e, learner) or [
+            ('mistake', f"raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
     events = t.events
     said = explain.registered(m, events) + explain.eval_mode(m, [x, *rest], kwargs, learner)
     try:

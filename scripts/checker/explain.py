@@ -2,12 +2,14 @@
 Step 5, explaining: what a part does that no output shows, measured as it runs: (kind, words, at).
 """
 import contextlib
+import re
 
 import torch
 import torch.nn as nn
 
 from checker.build import code_lines, safe_modules
 from checker.lecture import out_of
+from checker.load import message
 from checker.run import Trace, call
 
 SDPA = 'scaled_dot_product_attention'
@@ -15,6 +17,19 @@ SDPA = 'scaled_dot_product_attention'
 def own_lines(m):
     """The (file, line)s of the code of m's class and of the learner's classes it derives from."""
     return set().union(*(code_lines(c) for c in type(m).__mro__ if not c.__module__.startswith('torch')))
+
+def not_a_layer(m, e, learner):
+    """A value where forward calls a layer (self.sa = (n_head, head_size)): named at the line that makes it."""
+    init = getattr(type(m).__init__, '__code__', None)
+    if not isinstance(e, TypeError) or 'object is not callable' not in str(e) or init is None:
+        return []
+    for name, value in [(n, v) for n, v in vars(m).items() if f"'{type(v).__name__}' object" in str(e)]:
+        at = next(((init.co_filename, line) for *_, line in init.co_lines() if line and re.match(
+            rf"self\.{name}\s*=", learner.source((init.co_filename, line)))), None)
+        if at:
+            return [('mistake', f"`{learner.source(at)}` makes a {type(value).__name__}, not a layer: "
+                                f"{message(e)}", at)]
+    return []
 
 def registered(m, events):
     """A module m runs but doesn't register (a plain list, made in forward): it never trains."""

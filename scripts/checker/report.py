@@ -139,6 +139,13 @@ def report(learner, builder, classes, settings):
         part.findings += [Finding(part.label, kind, words) for kind, words in problems]
         part.whole = [words for kind, words in problems if kind == 'mistake']
         part.status = 'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'
+    for part in [p for p in rep.parts if p.status == 'differs']: # a crash of a part it holds: named there, once
+        raised = {f.words.rpartition('raised ')[2].partition(': ')[2] for f in part.findings if f.kind == 'mistake'}
+        cause = next((p for p in rep.parts[:rep.parts.index(part)] if p.status == 'differs' and any(
+            f.words.endswith(tuple(raised)) for f in p.findings if f.kind == 'mistake')), None)
+        if cause and '' not in raised and all(f.kind != 'mistake' or 'raised ' in f.words for f in part.findings):
+            part.status, part.findings = 'skip', [Finding(part.label, 'cant', f"it holds {cause.label}, which "
+                                                                              "can't run (above)")]
     held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
     unused = [c.__name__ for c in classes if c.__name__ not in held] if builder.models and not builder.failed else []
     rep.findings += [Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked")] * bool(unused)

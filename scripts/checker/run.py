@@ -11,8 +11,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from checker.build import safe_modules
-from checker.lecture import norm, out_of, vocab
-from checker.load import message
+from checker.lecture import MEANING, norm, out_of, vocab
+from checker.load import NOTEBOOK, message
 
 def tensors(tree):
     return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
@@ -129,6 +129,10 @@ def sampling(m, block, learner):
         return fed[-1]
     m.forward = watched
     torch.multinomial = lambda p, *a, **k: probs.append(p) or multinomial(p, *a, **k)
+    names = getattr(getattr(m, 'generate', None), '__globals__', {}) # a notebook's block_size, since made larger
+    later = {k: v for k, v in names.items() if MEANING.get(norm(k)) == 'block_size' and type(v) is int and v > block
+             and learner.path.endswith(('.ipynb', NOTEBOOK))} # (its model was built, and ran, with block's)
+    names.update(dict.fromkeys(later, block))
     try:
         phases = [(1, 3), (max(1, block - 1), 3)]
         while phases:
@@ -156,6 +160,7 @@ def sampling(m, block, learner):
     finally:
         del m.forward
         torch.multinomial = multinomial
+        names.update(later)
     last = [f[0, -1].argmax() for f in map(out_of, fed) if isinstance(f, torch.Tensor) and f.dim() == 3]
     if probs and len(probs) == len(last) and any(p.reshape(-1).argmax() != i for p, i in zip(probs, last)):
         said.append(('mistake', "generate samples from something else than the last position's logits "

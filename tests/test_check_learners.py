@@ -174,6 +174,11 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
      "no LayerNorm (ln1) of the Block's input before the attention", 'x = x + self.sa'), # stage 6 but in the Blocks
     ('Block', [('x + self.ffwd(self.ln2(x))', 'x + self.ffwd(x)')], 'no LayerNorm (ln2) of x before the feed-forward',
      'x = x + self.ffwd'),
+    ('GPT', [('logits, _ = self(idx[:, -block_size:])', 'idx_cond = idx[:, -block_size:]\n            logits, _ = '
+              'self(idx_cond)'), ('idx = torch.cat((idx, torch.multinomial(probs, 1)), dim=1)',
+                                  'idx = torch.cat((idx, idx_cond), dim=1)')], # the context doubles at each step
+     'generate feeds the model [1, 2, 4] tokens from a prompt of 1: it should grow by one to block_size (line 86: '
+     '`idx = torch.cat((idx, idx_cond), dim=1)` appends 2 tokens at once, not the one sampled)', None),
     ('Block', [('self.sa = BatchedAttention()', 'self.sa = (n_head, n_embd // n_head)')], # (the class's call forgotten)
      '`self.sa = (n_head, n_embd // n_head)` makes a tuple, not a layer', 'self.sa = ('),
 ]
@@ -192,8 +197,8 @@ def test_each_mistake_is_named_under_the_learners_own_names_at_its_line(part, ch
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     found = parts(r.stdout)
-    assert r.returncode == 1 and found[part].startswith('differs: ') and f"{cited(text, at)}: {named}" in found[part], \
-        r.stdout
+    assert r.returncode == 1 and found[part].startswith('differs: ') and \
+        (f"{cited(text, at)}: " if at else '') + named in found[part], r.stdout
 
 
 @pytest.mark.parametrize('name', ['renamed_layers.py', 'fragment_head.py'])

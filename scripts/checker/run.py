@@ -129,6 +129,12 @@ def sampling(m, block, learner):
         return fed[-1]
     m.forward = watched
     torch.multinomial = lambda p, *a, **k: probs.append(p) or multinomial(p, *a, **k)
+    cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens)
+    def appended(ts, *a, **k):
+        if len(ts) == 2 and all(isinstance(t, torch.Tensor) and t.dim() == 2 and not t.is_floating_point() for t in ts):
+            cats.append((learner.line(), ts[1].shape[-1]))
+        return cat(ts, *a, **k)
+    torch.cat = appended
     names = getattr(getattr(m, 'generate', None), '__globals__', {}) # a notebook's block_size, since made larger
     later = {k: v for k, v in names.items() if MEANING.get(norm(k)) == 'block_size' and type(v) is int and v > block
              and learner.path.endswith(('.ipynb', NOTEBOOK))} # (its model was built, and ran, with block's)
@@ -150,7 +156,10 @@ def sampling(m, block, learner):
                 said.append(('mistake', "generate feeds the model the prompt's length only: the context never "
                              "grows (keep idx whole; crop what the model gets to the last block_size)") if set(
                     lengths) == {start} else ('mistake', f"generate feeds the model {lengths} tokens from a "
-                                                         f"prompt of {start}: it should grow by one to block_size"))
+                                                         f"prompt of {start}: it should grow by one to block_size" +
+                                                         next((f" ({learner.place(at)}: `{learner.source(at)}` appends "
+                                                               f"{n} tokens at once, not the one sampled)" for at, n in
+                                                               cats if at and n != 1), '')))
             held = 'generate crops to block_size and runs past it' if lengths == cropped != grown else \
                 'generate runs past block_size' if lengths and max(lengths) > block else held
             size = out.shape[-1] if isinstance(out, torch.Tensor) else start + new
@@ -159,7 +168,7 @@ def sampling(m, block, learner):
                                      "lecture's: both)"))
     finally:
         del m.forward
-        torch.multinomial = multinomial
+        torch.multinomial, torch.cat = multinomial, cat
         names.update(later)
     last = [f[0, -1].argmax() for f in map(out_of, fed) if isinstance(f, torch.Tensor) and f.dim() == 3]
     if probs and len(probs) == len(last) and any(p.reshape(-1).argmax() != i for p, i in zip(probs, last)):

@@ -263,3 +263,27 @@ def test_a_part_that_cannot_run_is_named_once_at_its_cause(tmp_path):
     assert r.returncode == 1 and found['GPT'] == "not checked: it holds Block, which can't run (above)", r.stdout
     assert found['Block'].startswith(f"differs: {cited(text, 'self.sa = (')}: `self.sa = (n_head, n_embd // n_head)` "
                                      "makes a tuple, not a layer: mine.py, line "), r.stdout
+
+
+def test_a_model_without_forward_that_the_file_builds_is_reported_not_dropped(tmp_path):
+    """A second model class, built by the file (or by --build), with Blocks and an output layer but no forward: it
+    is named as having none, and the exit code says so; the stage stays that of the model that runs."""
+    text = open(os.path.join(LEARNERS, 'batched_4d.py'), encoding='utf-8').read().replace('model = GPT()', '''
+class Draft(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block() for _ in range(n_layer)])
+        self.out = nn.Linear(n_embd, vocab_size)
+
+
+model = GPT()''')
+    (tmp_path / 'mine.py').write_text(text)
+    for args, built in [([], ''), (['--build', 'Draft()'], ''), ([], '\ndraft = Draft()')]:
+        (tmp_path / 'mine.py').write_text(text + built)
+        r = run_here('scripts/check.py', str(tmp_path / 'mine.py'), *args)
+        found = parts(r.stdout)
+        if not args and not built: # never built: listed, not checked
+            assert r.returncode == 0 and 'note: no model of yours uses Draft: not checked' in r.stdout, r.stdout
+            continue
+        assert r.returncode == 1 and found['Draft'].startswith('differs: it has no forward'), r.stdout
+        assert r.stdout.endswith('4 of 5 parts match the lecture at stage 6 (LayerNorm, 1:32:51); look at Draft\n')

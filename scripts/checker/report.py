@@ -35,6 +35,8 @@ class Report:
         return 2 if not checked or any(p.status == 'cant' for p in checked) else 1 if any(
             p.status == 'differs' for p in checked) else 0
 
+no_forward = lambda m: type(m).forward is nn.Module.forward and type(m).__call__ is nn.Module.__call__
+
 def parts_of(built, ctx, builder):
     """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold."""
     held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
@@ -42,6 +44,8 @@ def parts_of(built, ctx, builder):
     parts = []
     for cls, m in built.items():
         kind = None if isinstance(m, str) else ctx.role_of(m)
+        if kind not in ORDER and any(m is b for b, _ in builder.models) and no_forward(m): # a model of theirs: said so
+            kind = 'the model'
         if (isinstance(m, str) or kind in ORDER) and (not held or cls.__name__ in held):
             parts.append(Part(cls.__name__, kind, m))
         parts += [Part(f"{cls.__name__}.{n}", 'FeedForward', c) for n, c in layers(m, nn.Sequential)
@@ -93,7 +97,7 @@ def report(learner, builder, classes, settings):
     if not rep.parts:
         raise CantCheck("none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)")
     ctx.parts = {id(p.m) if '.' in p.label else type(p.m) for p in rep.parts}
-    models, stages = [p.m for p in rep.parts if p.kind == 'the model'], {} # a class's stage: its latest model's
+    models, stages = [p.m for p in rep.parts if p.kind == 'the model' and not no_forward(p.m)], {} # (its latest's)
     for m in models:
         stage = 7 # (where its layers can't be laid out, its own line says why)
         with contextlib.suppress(Exception):
@@ -128,7 +132,7 @@ def report(learner, builder, classes, settings):
     with torch.no_grad():
         for p, was in saved:
             p.copy_(was)
-    for part in [p for p in rep.parts if p.kind == 'the model' and p.status != 'cant']:
+    for part in [p for p in rep.parts if p.kind == 'the model' and p.status != 'cant' and not no_forward(p.m)]:
         part.fixed = list(dict.fromkeys(fixed[id(s)] for s in safe_modules(part.m) if id(s) in fixed and
                                         s is not part.m))
         try:

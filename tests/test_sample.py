@@ -137,6 +137,11 @@ def test_sample_errors_are_one_line(out, tmp_path):
     one_line_error(sample(ckpt, '--temperature=inf'), '--temperature: must be a number > 0, got inf')
     one_line_error(sample(ckpt, '--temperature=9e-7'), '--temperature must be at least 1e-6')
     one_line_error(sample(ckpt, '--max_new_tokens=-1'), '--max_new_tokens must be >= 0')
+    torch.save(torch.nn.Linear(3, 4).state_dict(), tmp_path / 'linear.pt') # a state_dict, not of a GPT
+    one_line_error(sample(f'--ckpt={tmp_path / "linear.pt"}'), "not one of the lecture's GPT of Tiny Shakespeare")
+    weights = torch.load(out / 'best.pt', weights_only=True)['model'] # the lecture's, less its token table
+    torch.save({k: v for k, v in weights.items() if not k.startswith('token_')}, tmp_path / 'no_tokens.pt')
+    one_line_error(sample(f'--ckpt={tmp_path / "no_tokens.pt"}'), "not one of the lecture's GPT of Tiny Shakespeare")
     one_line_error(sample(ckpt, '--top_k=-3'), '--top_k')
     one_line_error(sample(ckpt, f'--seed={2**64}'), '--seed an int64')
     nowhere = tmp_path / 'no' / 's.txt' # said before sampling, not after
@@ -159,6 +164,7 @@ def test_the_defaults_are_what_help_says_and_the_smallest_temperature_is_greedy(
     assert plain.returncode == 0 and len(plain.stdout) == 1 + 500 + 1 and plain.stdout[0] == '\n', plain.stderr
     assert sample(ckpt, '--device=cpu', '--seed=1337').stdout == plain.stdout
     assert 'default: 500' in sample('--help').stdout and 'default: 1337' in sample('--help').stdout
+    assert sample(ckpt, '--device=cpu', '--max_new_tokens=0', '--prompt=ROMEO:').stdout == 'ROMEO:\n' # nothing new
     coldest = sample(ckpt, '--device=cpu', '--temperature=1e-6', '--max_new_tokens=50', '--prompt=ROMEO:')
     assert coldest.returncode == 0 and coldest.stdout == sample(ckpt, '--device=cpu', '--top_k=1',
                                                                 '--max_new_tokens=50', '--prompt=ROMEO:').stdout

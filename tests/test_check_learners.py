@@ -179,6 +179,10 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
                                   'idx = torch.cat((idx, idx_cond), dim=1)')], # the context doubles at each step
      'generate feeds the model [1, 2, 4] tokens from a prompt of 1: it should grow by one to block_size (line 86: '
      '`idx = torch.cat((idx, idx_cond), dim=1)` appends 2 tokens at once, not the one sampled)', None),
+    ('FeedForward', [('nn.Linear(n_embd, 4 * n_embd), nn.ReLU(), nn.Linear(4 * n_embd, n_embd)', # and a variant
+                      'nn.Linear(n_embd, n_embd), nn.ReLU(), nn.Dropout(0.1), nn.Linear(n_embd, n_embd)')],
+     'not 4x wider inside (the paper: 512 -> 2048 -> 512); line 47: a variant, dropout on the ReLU after the first '
+     'Linear (the lecture has none there)', 'self.net = '),
     ('Block', [('self.sa = BatchedAttention()', 'self.sa = (n_head, n_embd // n_head)')], # (the class's call forgotten)
      '`self.sa = (n_head, n_embd // n_head)` makes a tuple, not a layer', 'self.sa = ('),
 ]

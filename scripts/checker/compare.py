@@ -293,7 +293,7 @@ def check_part(label, m, kind, ctx, context, learner):
     said += found + [(*STRUCTURE[k], at) for k, at in structure(kind, m, lay, stage, max(context, stage), ctx, shown,
                                                                  steps)]
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
-    said += dropouts(kind, steps, theirs, events, m) if ok and not any(f[0] == 'mistake' for f in said) else []
+    said += dropouts(kind, steps, theirs, events, m) if ok and steps is not None else [] # (a wrong size: named too)
     said += [('note', f"your {', '.join(never)} {'is' if len(never) == 1 else 'are'} defined but never used", None)
              for never in [explain.unused(m, [x, *rest], kwargs, ctx)] if never]
     if not any(f[0] == 'mistake' for f in said):

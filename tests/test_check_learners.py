@@ -183,6 +183,10 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
                       'nn.Linear(n_embd, n_embd), nn.ReLU(), nn.Dropout(0.1), nn.Linear(n_embd, n_embd)')],
      'not 4x wider inside (the paper: 512 -> 2048 -> 512); line 47: a variant, dropout on the ReLU after the first '
      'Linear (the lecture has none there)', 'self.net = '),
+    ('Block', [('\n    def forward(self, x):\n        x = x + self.sa(self.ln1(x))\n        x = x + self.ffwd(self.ln2(x))\n'
+                '        return x', '\n        def forward(self, x):\n            x = x + self.sa(self.ln1(x))\n'
+                '            x = x + self.ffwd(self.ln2(x))\n            return x')], # indented into __init__
+     '`def forward` is inside __init__ (indented one level too far), so it has no forward', '        def forward'),
     ('Block', [('self.sa = BatchedAttention()', 'self.sa = (n_head, n_embd // n_head)')], # (the class's call forgotten)
      '`self.sa = (n_head, n_embd // n_head)` makes a tuple, not a layer', 'self.sa = ('),
 ]
@@ -291,3 +295,24 @@ model = GPT()''')
             continue
         assert r.returncode == 1 and found['Draft'].startswith('differs: it has no forward'), r.stdout
         assert r.stdout.endswith('4 of 5 parts match the lecture at stage 6 (LayerNorm, 1:32:51); look at Draft\n')
+
+
+def test_a_part_that_cannot_be_built_does_not_hide_the_mistake_of_the_part_that_holds_it(tmp_path):
+    """super.__init__() in the attention (it can't be built, so neither can the Block that holds it), and the
+    Block's forward indented into its __init__: both are named, each at its line."""
+    text = open(os.path.join(LEARNERS, 'batched_4d.py'), encoding='utf-8').read()
+    for old, new in [('        super().__init__()\n        self.qkv', '        super.__init__()\n        self.qkv'),
+                     ('\n    def forward(self, x):\n        x = x + self.sa', '\n        def forward(self, x):\n'
+                      '        x = x + self.sa')]:
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    text = text.replace('        x = x + self.sa(self.ln1(x))\n        x = x + self.ffwd(self.ln2(x))\n        return x',
+                        '            x = x + self.sa(self.ln1(x))\n            x = x + self.ffwd(self.ln2(x))\n'
+                        '            return x')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 1 and found['BatchedAttention'].startswith("differs: can't build BatchedAttention(): "
+                                                                      f"mine.py, {cited(text, 'super.__init__')}")
+    assert found['Block'] == f"differs: {cited(text, '        def forward')}: `def forward` is inside __init__ " \
+                             "(indented one level too far), so it has no forward", r.stdout

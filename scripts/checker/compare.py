@@ -265,8 +265,9 @@ def check_part(label, m, kind, ctx, context, learner):
             t.made[id(given)] = -1
             raw = call(m.eval(), [given, *rest], kwargs) if kind == 'the model' else m.eval()(given, *rest, **kwargs)
     except Exception as e:
-        if 'missing the required "forward"' in str(e): # (def foward: PyTorch's forward runs)
-            return 'differs', [('mistake', f"it has no forward (misspelt?): {message(e)}", None)], 7, None
+        if f'[{type(m).__name__}] is missing the required "forward"' in str(e): # (def foward: PyTorch's runs)
+            return 'differs', explain.forward_inside(type(m)) or [
+                ('mistake', f"it has no forward (misspelt?): {message(e)}", None)], 7, None
         if isinstance(e, Missing) or not learner.raised(e):
             who = f"your {label}" if isinstance(e, Missing) else 'running it, the checker failed:'
             return 'cant', [('cant', f"can't be checked: {who} {message(e)}", None)], 7, None

@@ -18,6 +18,13 @@ def own_lines(m):
     """The (file, line)s of the code of m's class and of the learner's classes it derives from."""
     return set().union(*(code_lines(c) for c in type(m).__mro__ if not c.__module__.startswith('torch')))
 
+def forward_inside(cls):
+    """def forward indented into __init__: the class has none of its own."""
+    code = getattr(vars(cls).get('__init__'), '__code__', None)
+    inner = [c for c in (code.co_consts if code else ()) if getattr(c, 'co_name', None) == 'forward']
+    return [('mistake', "`def forward` is inside __init__ (indented one level too far), so it has no forward",
+             (inner[0].co_filename, inner[0].co_firstlineno))] if inner and cls.forward is nn.Module.forward else []
+
 def not_a_layer(m, e, learner):
     """A value where forward calls a layer (self.sa = (n_head, head_size)): named at the line that makes it."""
     init = getattr(type(m).__init__, '__code__', None)

@@ -3,12 +3,13 @@ Step 6, report: each part checked from the smallest up, one found wrong then run
 consequence named once, at its cause); what holds of each model whatever its weights. The findings are data;
 the words are made from them at the end.
 """
-import contextlib, math
+import contextlib, math, re
 
 import torch
 import torch.nn as nn
 
 from checker.build import Settings, classes_of, meaning, put_back, safe_modules, supply
+from checker import explain
 from checker.compare import Finding, check_part
 from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
                              vocab)
@@ -48,6 +49,7 @@ def parts_of(built, ctx, builder):
             kind = 'the model'
         if (isinstance(m, str) or kind in ORDER) and (not held or cls.__name__ in held):
             parts.append(Part(cls.__name__, kind, m))
+            parts[-1].cls = cls
         parts += [Part(f"{cls.__name__}.{n}", 'FeedForward', c) for n, c in layers(m, nn.Sequential)
                   if ctx.role_of(c) == 'FeedForward' != kind] if kind and (not held or cls.__name__ in held) else []
     return sorted(parts, key=lambda p: ORDER.index(p.kind) if p.kind else len(ORDER))
@@ -113,6 +115,8 @@ def report(learner, builder, classes, settings):
     for part in rep.parts:
         if isinstance(part.m, str):
             unbuilt(part, part.m)
+            part.findings += [Finding(part.label, *f) for f in explain.forward_inside(part.cls)]
+            part.status = 'differs' if len(part.findings) > 1 else part.status
             continue
         fix = None
         try:
@@ -144,9 +148,11 @@ def report(learner, builder, classes, settings):
         part.whole = [words for kind, words in problems if kind == 'mistake']
         part.status = 'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'
     for part in [p for p in rep.parts if p.status == 'differs']: # a crash of a part it holds: named there, once
-        raised = {f.words.rpartition('raised ')[2].partition(': ')[2] for f in part.findings if f.kind == 'mistake'}
+        error = lambda words: re.sub(r'^.*?(\w+Error: |\w+Exception: )', r'\1', words) # (where: said apart)
+        raised = {error(f.words) for f in part.findings if f.kind == 'mistake' and 'raised ' in f.words}
         cause = next((p for p in rep.parts[:rep.parts.index(part)] if p.status == 'differs' and any(
-            f.words.endswith(tuple(raised)) for f in p.findings if f.kind == 'mistake')), None)
+            error(f.words) in raised or 'has no forward' in f.words and f"[{p.label}] is missing" in ''.join(raised)
+            for f in p.findings if f.kind == 'mistake')), None)
         if cause and '' not in raised and all(f.kind != 'mistake' or 'raised ' in f.words for f in part.findings):
             part.status, part.findings = 'skip', [Finding(part.label, 'cant', f"it holds {cause.label}, which "
                                                                               "can't run (above)")]

@@ -34,8 +34,8 @@ def test_stages_trained_side_by_side_print_their_table_in_the_lectures_order(tmp
     """--jobs 2: stages 6 and 2 start first, 1 when 2 is done, and they end in whatever order; the table and the
     JSON keep the lecture's order, each row with the losses its stage printed when it finished."""
     out = tmp_path / 'p.json'
-    r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '6,2,1', '--max_iters', '20',
-                 '--eval_iters', '2', '--device', 'cpu', '--json', str(out), '--jobs', '2')
+    r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '6,2,1', '--max_iters', '4',
+                 '--eval_iters', '1', '--device', 'cpu', '--json', str(out), '--jobs', '2')
     assert r.returncode == 0 and 'training stages 1, 2, 6 on cpu, 2 at a time' in r.stdout, r.stderr
     table = [line for line in r.stdout.splitlines() if line.startswith('| ') and line[2].isdigit()]
     rows = json.loads(out.read_text())

@@ -108,6 +108,8 @@ def test_a_bare_state_dict_of_the_lectures_model_samples_as_its_checkpoint_does(
     # what a state_dict cannot tell: another text's characters
     torch.save(lecture_layout(30, 16, 2, 1, 16).state_dict(), tmp_path / 'other_text.pt')
     one_line_error(sample(f'--ckpt={tmp_path / "other_text.pt"}'), "not one of the lecture's GPT of Tiny Shakespeare")
+    torch.save(lecture_layout(80, 16, 2, 1, 16).state_dict(), tmp_path / 'more_chars.pt') # more characters too
+    one_line_error(sample(f'--ckpt={tmp_path / "more_chars.pt"}'), "not one of the lecture's GPT of Tiny Shakespeare")
     renamed = {k.replace('.sa.', '.attn.'): v for k, v in weights.items()} # a name not the lecture's
     torch.save(renamed, tmp_path / 'renamed.pt')
     r = sample(f'--ckpt={tmp_path / "renamed.pt"}')
@@ -115,6 +117,7 @@ def test_a_bare_state_dict_of_the_lectures_model_samples_as_its_checkpoint_does(
     assert r.returncode == 1 and 'n_layer=1 ' in note, r.stderr # its blocks still counted (nothing sampled)
     assert error.startswith(f'error: {tmp_path / "renamed.pt"} does not fit GPTLanguageModel: Missing key(s) '
                             'in state_dict: "blocks.0.sa.'), error
+    assert len(error.split('GPTLanguageModel: ', 1)[1]) == 200 # PyTorch's long list, cut to one line's worth
 
 
 def test_sample_errors_are_one_line(out, tmp_path):

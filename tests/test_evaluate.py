@@ -5,6 +5,7 @@ import os
 import random
 import re
 import sys
+import time
 
 import pytest
 import torch
@@ -122,3 +123,44 @@ def test_a_text_that_is_not_the_models_is_one_line(run_of_my_own, tmp_path):
         r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', *args)
         assert r.returncode == 1 and r.stderr.startswith('error: ') and r.stderr.count('\n') == 1, r.stderr
         assert words in r.stderr
+
+
+def test_progress_counts_the_windows_and_the_seconds_by_the_clock(run_of_my_own, monkeypatch):
+    """--progress_seconds, with a clock that ticks a second at each reading: a line per batch of 2 windows, up
+    to (not at) each pass's count; its seconds since the start rise; its ms per window is the pass's time so
+    far over its windows; the last line's seconds are the two passes' whole time, over len(val) - 1 characters."""
+    folder, model, text, chars = run_of_my_own
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(time, 'time', lambda: 1e9 + next(ticks))
+    start = time.time()
+    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--batch_size=2', '--progress_seconds=0.5')
+    end = time.time()
+    assert r.returncode == 0, r.stderr
+    val = common.split(text)[1]
+    lines = re.findall(r'^(side by side|overlapping): window (\d+) of (\d+) \| ([\d.]+)s, ([\d.]+) ms/window, .+ left$',
+                       r.stderr, re.M)
+    elapsed = [float(s) for *_, s, _ in lines]
+    assert len(lines) == r.stderr.count('\n') and elapsed == sorted(set(elapsed)), r.stderr
+    for label, stride in [('side by side', 16), ('overlapping', 8)]:
+        total = len(evaluate.windows(len(val), 16, stride))
+        mine = [line for line in lines if line[0] == label]
+        assert [(int(done), int(of)) for _, done, of, *_ in mine] == [(d, total) for d in range(2, total, 2)]
+        for _, done, _, so_far, ms in mine: # (a pass's own seconds: at least two ticks, at most all so far)
+            assert 1.5 <= float(ms) * int(done) / 1000 <= float(so_far) + 0.05
+    seconds = float(re.search(rf"^([\d.]+) s for the model's two passes over {len(val) - 1:,} characters: ",
+                              r.stdout, re.M)[1])
+    assert elapsed[-1] <= seconds <= end - start
+    assert re.search(r'--batch_size BATCH_SIZE\s+windows of block_size characters per forward pass\s+\(default: 16\)',
+                     run_here(SCRIPT, '--help').stdout)
+
+
+def test_a_split_shorter_than_a_window_is_one_line(tiny, tmp_path, monkeypatch):
+    """block_size 15 and a val split of 10 characters: one line, naming the window of block_size + 1."""
+    monkeypatch.setattr(gpt, 'block_size', 15)
+    (tmp_path / 'short.txt').write_text('abcdefgh\n ' * 10)
+    monkeypatch.setattr(gpt, 'input_file', str(tmp_path / 'short.txt'))
+    torch.save({'model': gpt.GPTLanguageModel(10).state_dict(), 'chars': sorted(set('abcdefgh\n ')),
+                'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--device=cpu')
+    assert r.returncode == 1 and r.stderr.endswith("error: the val split has 10 characters; the model reads windows "
+                                                   "of 16\n"), r.stderr

@@ -147,6 +147,8 @@ def test_progress_counts_the_windows_and_the_seconds_by_the_clock(run_of_my_own,
         assert [(int(done), int(of)) for _, done, of, *_ in mine] == [(d, total) for d in range(2, total, 2)]
         for _, done, _, so_far, ms in mine: # (a pass's own seconds: at least two ticks, at most all so far)
             assert 1.5 <= float(ms) * int(done) / 1000 <= float(so_far) + 0.05
+        assert re.findall(rf'^{label}: .* ms/window, (.+) left$', r.stderr, re.M) == [ # the rest at that speed
+            common.duration((total - int(done)) * float(ms) / 1000) for _, done, _, _, ms in mine]
     seconds = float(re.search(rf"^([\d.]+) s for the model's two passes over {len(val) - 1:,} characters: ",
                               r.stdout, re.M)[1])
     assert elapsed[-1] <= seconds <= end - start
@@ -164,3 +166,23 @@ def test_a_split_shorter_than_a_window_is_one_line(tiny, tmp_path, monkeypatch):
     r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--device=cpu')
     assert r.returncode == 1 and r.stderr.endswith("error: the val split has 10 characters; the model reads windows "
                                                    "of 16\n"), r.stderr
+
+
+def test_the_first_line_is_on_the_screen_before_the_passes_start(run_of_my_own, monkeypatch):
+    """Which model and split, written and flushed before the minutes of the two passes (and their progress)."""
+    folder, *_ = run_of_my_own
+    seen = []
+    class Screen:
+        def __init__(self, name):
+            self.name = name
+        def write(self, text):
+            seen.extend([(self.name, text)] if text else [])
+        def flush(self):
+            seen.append((self.name, 'flush'))
+    monkeypatch.setattr(sys, 'stdout', Screen('out'))
+    monkeypatch.setattr(sys, 'stderr', Screen('err'))
+    evaluate.main([f'--ckpt={folder}', '--device=cpu', '--batch_size=2', '--progress_seconds=1e-9'])
+    monkeypatch.undo()
+    first = next(i for i, (_, text) in enumerate(seen) if 'on every character of the val split' in text)
+    progress = next(i for i, (name, _) in enumerate(seen) if name == 'err')
+    assert ('out', 'flush') in seen[first:progress], seen[:progress + 1]

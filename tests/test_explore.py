@@ -223,6 +223,7 @@ def test_the_page_holds_the_weights_as_float32_and_the_model_as_json(checkpoint,
     r = run_here(EXPLORE, f'--ckpt={checkpoint}', f'--out={page}', '--prompt=Romé')
     assert r.returncode == 0 and r.stdout.startswith(f'wrote {page} (') and os.listdir(tmp_path) == ['e.html'], r
     text = page.read_text()
+    assert f'({len(text) / 1e6:.1f} MB): open it in a browser' in r.stdout and len(text) > 100_000 # its size
     about = json.loads(text.split('<script id="model" type="application/json">')[1].split('</script>')[0])
     blob = base64.b64decode(text.split('<script id="weights" type="text/plain">')[1].split('</script>')[0])
     state = torch.load(checkpoint)['model']

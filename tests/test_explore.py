@@ -267,3 +267,22 @@ def test_time_without_a_browser_says_how_to_get_one(checkpoint, tmp_path, monkey
     r = run_here(EXPLORE, f'--ckpt={checkpoint}', f'--out={tmp_path / "e.html"}', '--time')
     assert r.returncode == 1 and r.stderr == ("error: no chromium here to run the page in (Debian: apt-get install "
                                               "chromium)\n") and (tmp_path / 'e.html').exists(), r
+
+
+def test_time_reports_the_median_the_most_and_the_last_keystroke(checkpoint, tmp_path, monkeypatch, capsys):
+    """--time's figures, from the ms the page measured for each character (here given): median, max, last."""
+    monkeypatch.setattr(explore, 'in_browser', lambda path, ask: {'ms': [3.0, 40.0, 5.0, 7.0, 6.0]})
+    explore.main([f'--ckpt={checkpoint}', f'--out={tmp_path / "e.html"}', '--prompt=ROMEO', '--time'])
+    assert capsys.readouterr().out.endswith('a keystroke in headless chromium, over the 5 of the prompt: median 6 ms, '
+                                            'at most 40 ms (the last, at 5 characters: 6 ms)\n')
+
+
+def test_a_browser_that_hangs_is_one_line(tmp_path, monkeypatch):
+    """chromium that never answers: after its 10 minutes, one line naming the page, not a traceback."""
+    def hangs(*args, **kwargs):
+        raise subprocess.TimeoutExpired(args[0], kwargs.get('timeout'))
+    monkeypatch.setattr(shutil, 'which', lambda name: '/usr/bin/chromium')
+    monkeypatch.setattr(subprocess, 'run', hangs)
+    with pytest.raises(SystemExit) as e:
+        explore.in_browser(tmp_path / 'e.html', {'typed': 'a'})
+    assert e.value.code == 1

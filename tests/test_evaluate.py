@@ -186,3 +186,20 @@ def test_the_first_line_is_on_the_screen_before_the_passes_start(run_of_my_own, 
     first = next(i for i, (_, text) in enumerate(seen) if 'on every character of the val split' in text)
     progress = next(i for i, (name, _) in enumerate(seen) if name == 'err')
     assert ('out', 'flush') in seen[first:progress], seen[:progress + 1]
+
+
+@pytest.mark.parametrize('block_size', [3, 10])
+def test_the_overlapping_pass_names_the_context_it_gives(tiny, tmp_path, monkeypatch, block_size):
+    """Half a block apart (at least 1): after block_size - half + 1 to block_size characters, for small and
+    for even-but-not-by-4 block sizes too."""
+    monkeypatch.setattr(gpt, 'block_size', block_size)
+    random.seed(1)
+    (tmp_path / 'my.txt').write_text(''.join(random.choice('abcd \n') for _ in range(600)))
+    monkeypatch.setattr(gpt, 'input_file', str(tmp_path / 'my.txt'))
+    torch.save({'model': gpt.GPTLanguageModel(6).state_dict(), 'chars': sorted(set('abcd \n')),
+                'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--device=cpu')
+    half = max(1, block_size // 2)
+    assert r.returncode == 0 and list(table(r.stdout))[:2] == [
+        f'the model, after 1 to {block_size} characters (as gpt.py counts)',
+        f'the model, after {block_size - half + 1} to {block_size} characters'], r.stdout

@@ -22,9 +22,9 @@ ORDER = ['LayerNorm', *ATTENTIONS, 'FeedForward', 'Block', 'the model'] # the pa
 class Part:
     """A part: label, role, instance, status ('ok', 'differs', 'cant', 'skip': not counted), stage, findings;
     a model's parts run as the lecture's, loss at init, and what fails of what must hold of it."""
-    def __init__(self, label, kind, m):
+    def __init__(self, label, kind, m, cls=None):
         self.label, self.kind, self.m, self.status, self.stage, self.findings = label, kind, m, 'ok', 7, []
-        self.fixed, self.loss, self.whole = [], None, []
+        self.fixed, self.loss, self.whole, self.cls = [], None, [], cls
 
 class Report:
     """What the check found: the parts, the notes of no part, the latest model's stage; lines, exit code."""
@@ -48,8 +48,7 @@ def parts_of(built, ctx, builder):
         if kind not in ORDER and any(m is b for b, _ in builder.models) and no_forward(m): # a model of theirs: said so
             kind = 'the model'
         if (isinstance(m, str) or kind in ORDER) and (not held or cls.__name__ in held):
-            parts.append(Part(cls.__name__, kind, m))
-            parts[-1].cls = cls
+            parts.append(Part(cls.__name__, kind, m, cls))
         parts += [Part(f"{cls.__name__}.{n}", 'FeedForward', c) for n, c in layers(m, nn.Sequential)
                   if ctx.role_of(c) == 'FeedForward' != kind] if kind and (not held or cls.__name__ in held) else []
     return sorted(parts, key=lambda p: ORDER.index(p.kind) if p.kind else len(ORDER))

@@ -43,10 +43,10 @@ class Bigram(nn.Module):
         return self.table(idx), None
 
 
-@pytest.mark.parametrize('stride', [8, 4, 3, 1])
-def test_every_character_counts_once_in_the_loss(stride):
+@pytest.mark.parametrize('stride, n', [(8, 101), (4, 101), (3, 100), (1, 100)])
+def test_every_character_counts_once_in_the_loss(stride, n):
     torch.manual_seed(0)
-    model, data = Bigram(7), torch.randint(7, (101,))
+    model, data = Bigram(7), torch.randint(7, (n,))
     expected = F.cross_entropy(model.table(data[:-1]), data[1:]).item()
     assert evaluate.exact_loss(model, data, 8, stride, batch_size=3) == pytest.approx(expected, rel=1e-6)
 
@@ -108,6 +108,7 @@ def test_the_script_prints_the_models_loss_beside_the_compressors(run_of_my_own)
         assert abs(float(bits) - loss / math.log(2)) <= 0.0005 + 0.00005 / math.log(2), name # (loss: 4 places)
         assert abs(float(perplexity) - math.exp(loss)) <= 0.005 + 0.00005 * math.exp(loss), name
     assert len(re.findall(r'^\| [^|]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$', r.stdout, re.M)) == len(rows) == 9
+    assert run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--split=val').stdout == r.stdout # as given
     r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--split=train')
     assert r.returncode == 0 and 'of the train split (2,700)' in r.stdout, r.stderr
     assert len(table(r.stdout)) == 2 + 1 + 3 # no rows "after the train split"
@@ -117,7 +118,8 @@ def test_a_text_that_is_not_the_models_is_one_line(run_of_my_own, tmp_path):
     folder, *_ = run_of_my_own
     (tmp_path / 'other.txt').write_text('xyz ' * 500)
     for args, words in [
-            ([f'--input_file={tmp_path / "other.txt"}'], "has characters the model never saw: 'xyz'"),
+            ([f'--input_file={tmp_path / "other.txt"}'], f"{tmp_path / 'other.txt'} has characters the model never "
+                                                         "saw: 'xyz'"),
             ([f'--input_file={tmp_path / "gone.txt"}'], 'the text the model was trained on, is not there: '
              'give its path with --input_file')]:
         r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', *args)
@@ -126,14 +128,14 @@ def test_a_text_that_is_not_the_models_is_one_line(run_of_my_own, tmp_path):
 
 
 def test_progress_counts_the_windows_and_the_seconds_by_the_clock(run_of_my_own, monkeypatch):
-    """--progress_seconds, with a clock that ticks a second at each reading: a line per batch of 2 windows, up
+    """--progress_seconds, with a clock that ticks a second at each reading: a line per batch of 3 windows, up
     to (not at) each pass's count; its seconds since the start rise; its ms per window is the pass's time so
     far over its windows; the last line's seconds are the two passes' whole time, over len(val) - 1 characters."""
     folder, model, text, chars = run_of_my_own
     ticks = iter(range(10**6))
     monkeypatch.setattr(time, 'time', lambda: 1e9 + next(ticks))
     start = time.time()
-    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--batch_size=2', '--progress_seconds=0.5')
+    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--batch_size=3', '--progress_seconds=0.5')
     end = time.time()
     assert r.returncode == 0, r.stderr
     val = common.split(text)[1]
@@ -144,27 +146,32 @@ def test_progress_counts_the_windows_and_the_seconds_by_the_clock(run_of_my_own,
     for label, stride in [('side by side', 16), ('overlapping', 8)]:
         total = len(evaluate.windows(len(val), 16, stride))
         mine = [line for line in lines if line[0] == label]
-        assert [(int(done), int(of)) for _, done, of, *_ in mine] == [(d, total) for d in range(2, total, 2)]
-        for _, done, _, so_far, ms in mine: # (a pass's own seconds: at least two ticks, at most all so far)
-            assert 1.5 <= float(ms) * int(done) / 1000 <= float(so_far) + 0.05
+        assert [(int(done), int(of)) for _, done, of, *_ in mine] == [(d, total) for d in range(3, total, 3)]
+        for _, done, _, so_far, ms in mine: # a pass's own seconds: whole ticks, at least two, at most all so far
+            ticks = float(ms) * int(done) / 1000
+            assert 1.5 <= ticks <= float(so_far) + 0.05 and abs(ticks - round(ticks)) <= 0.05 * int(done) / 1000
+        for (_, d1, _, s1, ms1), (_, d2, _, s2, ms2) in zip(mine, mine[1:]): # the same pass's start, two lines
+            assert round(float(ms2) * int(d2) / 1000 - float(ms1) * int(d1) / 1000) == round(float(s2) - float(s1))
         assert re.findall(rf'^{label}: .* ms/window, (.+) left$', r.stderr, re.M) == [ # the rest at that speed
             common.duration((total - int(done)) * float(ms) / 1000) for _, done, _, _, ms in mine]
     seconds = float(re.search(rf"^([\d.]+) s for the model's two passes over {len(val) - 1:,} characters: ",
                               r.stdout, re.M)[1])
     assert elapsed[-1] <= seconds <= end - start
-    assert re.search(r'--batch_size BATCH_SIZE\s+windows of block_size characters per forward pass\s+\(default: 16\)',
-                     run_here(SCRIPT, '--help').stdout)
+    said = ' '.join(run_here(SCRIPT, '--help').stdout.split())
+    assert 'windows of block_size characters per forward pass (default: 16)' in said
+    assert 'a progress line on stderr at least this often (0: none; default: 10.0)' in said
 
 
-def test_a_split_shorter_than_a_window_is_one_line(tiny, tmp_path, monkeypatch):
-    """block_size 15 and a val split of 10 characters: one line, naming the window of block_size + 1."""
+@pytest.mark.parametrize('n', [10, 15])
+def test_a_split_shorter_than_a_window_is_one_line(tiny, tmp_path, monkeypatch, n):
+    """block_size 15 and a val split of 10 or 15 characters: one line, naming the window of block_size + 1."""
     monkeypatch.setattr(gpt, 'block_size', 15)
-    (tmp_path / 'short.txt').write_text('abcdefgh\n ' * 10)
+    (tmp_path / 'short.txt').write_text('abcdefgh\n ' * n)
     monkeypatch.setattr(gpt, 'input_file', str(tmp_path / 'short.txt'))
     torch.save({'model': gpt.GPTLanguageModel(10).state_dict(), 'chars': sorted(set('abcdefgh\n ')),
                 'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
     r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--device=cpu')
-    assert r.returncode == 1 and r.stderr.endswith("error: the val split has 10 characters; the model reads windows "
+    assert r.returncode == 1 and r.stderr.endswith(f"error: the val split has {n} characters; the model reads windows "
                                                    "of 16\n"), r.stderr
 
 
@@ -188,7 +195,7 @@ def test_the_first_line_is_on_the_screen_before_the_passes_start(run_of_my_own, 
     assert ('out', 'flush') in seen[first:progress], seen[:progress + 1]
 
 
-@pytest.mark.parametrize('block_size', [3, 10])
+@pytest.mark.parametrize('block_size', [1, 3, 10])
 def test_the_overlapping_pass_names_the_context_it_gives(tiny, tmp_path, monkeypatch, block_size):
     """Half a block apart (at least 1): after block_size - half + 1 to block_size characters, for small and
     for even-but-not-by-4 block sizes too."""
@@ -203,3 +210,29 @@ def test_the_overlapping_pass_names_the_context_it_gives(tiny, tmp_path, monkeyp
     assert r.returncode == 0 and list(table(r.stdout))[:2] == [
         f'the model, after 1 to {block_size} characters (as gpt.py counts)',
         f'the model, after {block_size - half + 1} to {block_size} characters'], r.stdout
+
+
+def test_progress_lines_come_every_progress_seconds_and_never_with_0(run_of_my_own, monkeypatch):
+    """A clock ticking a second a reading: with --progress_seconds=3.5, lines at least 3.5 s apart, and some;
+    with 0, none; a negative value is refused in one line."""
+    folder, *_ = run_of_my_own
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(time, 'time', lambda: 1e9 + next(ticks))
+    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--batch_size=1', '--progress_seconds=3.5')
+    seconds = [float(s) for s in re.findall(r'^side by side: window \d+ of \d+ \| ([\d.]+)s', r.stderr, re.M)]
+    assert r.returncode == 0 and len(seconds) > 3 and all(b - a >= 3.5 for a, b in zip(seconds, seconds[1:])), r.stderr
+    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--batch_size=1', '--progress_seconds=0')
+    assert r.returncode == 0 and r.stderr == '', r.stderr
+    r = run_here(SCRIPT, f'--ckpt={folder}', '--device=cpu', '--progress_seconds=-0.5')
+    assert r.returncode == 2 and r.stderr == 'error: --progress_seconds must be >= 0, got -0.5 (see --help)\n'
+
+
+def test_bzip2_runs_at_the_level_its_row_names():
+    """On a text of 1.2 MB (Tiny Shakespeare's size), bzip2 -9 as named: its blocks are 900 kB, 800 kB at -8.
+    (gzip's -8 and -9, and xz's, give the same sizes at this size: only a header byte tells them apart.)"""
+    import bz2
+    random.seed(0)
+    words = [''.join(random.choice('abcdefghij') for _ in range(random.randint(1, 8))) for _ in range(2000)]
+    data = ' '.join(random.choice(words) for _ in range(200_000)).encode()[:1_200_000]
+    ours = evaluate.COMPRESSORS['bzip2 -9'](data)
+    assert ours == bz2.compress(data, 9) and len(ours) != len(bz2.compress(data, 8))

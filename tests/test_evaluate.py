@@ -51,16 +51,18 @@ def test_every_character_counts_once_in_the_loss(stride, n):
     assert evaluate.exact_loss(model, data, 8, stride, batch_size=3) == pytest.approx(expected, rel=1e-6)
 
 
-def test_windows_side_by_side_are_batches_as_gpt_py_draws_them(tiny):
+@pytest.mark.parametrize('block_size', [16, 15])
+def test_windows_side_by_side_are_batches_as_gpt_py_draws_them(tiny, monkeypatch, block_size):
     """Each character after the 1 to block_size before it in its window: gpt.py's loss, over
-    windows that tile the text instead of random ones."""
+    windows that tile the text instead of random ones (an odd block_size too)."""
+    monkeypatch.setattr(gpt, 'block_size', block_size)
     torch.manual_seed(0)
-    model, data = gpt.GPTLanguageModel(65).eval(), torch.randint(65, (5 * 16 + 1,))
-    x, y = data[:-1].view(5, 16), data[1:].view(5, 16)
+    model, data = gpt.GPTLanguageModel(65).eval(), torch.randint(65, (5 * block_size + 1,))
+    x, y = data[:-1].view(5, block_size), data[1:].view(5, block_size)
     _, loss = model(x, y)
-    assert evaluate.exact_loss(model, data, 16, 16, batch_size=2) == pytest.approx(loss.item(), rel=1e-5)
+    assert evaluate.exact_loss(model, data, block_size, block_size, batch_size=2) == pytest.approx(loss.item(), rel=1e-5)
     # overlapping by half a block: the same characters, with more before them; not the same loss
-    assert evaluate.exact_loss(model, data, 16, 8) != pytest.approx(loss.item(), rel=1e-5)
+    assert evaluate.exact_loss(model, data, block_size, 8) != pytest.approx(loss.item(), rel=1e-5)
 
 
 @pytest.fixture

@@ -82,7 +82,11 @@ def test_one_heads_map(ckpt):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f'{ckpt / "best.pt"}, layer 1, head 3: each row, what the characters')
+    assert lines[1] == f"({attention_map.SHADES[1]} 0.1 of its weight ... {attention_map.SHADES[-1]} 0.9 or more; " \
+                       "· is a space, ↵ a newline)" # the legend
     assert lines[2] == '    ROMEO:' and len(lines) == 3 + 6
+    first = run_here(SCRIPT, f'--ckpt={ckpt}', '--layer=0', '--head=0', '--prompt=ROMEO:') # the first of each
+    assert first.returncode == 0 and first.stdout.startswith(f'{ckpt / "best.pt"}, layer 0, head 0: '), first.stderr
     assert lines[3] == "  R @       most on 'R' (0 back), 1.00" # the first character can only look at itself
     for i, line in enumerate(lines[3:]): # row i: shades for the i + 1 characters up to it, none after
         assert line[4 + i + 1:10].strip() == '' and 0 <= int(re.search(r'\((\d+) back\)', line)[1]) <= i
@@ -91,6 +95,8 @@ def test_one_heads_map(ckpt):
 @pytest.mark.parametrize('args, words, code', [
     (['--layer=1'], '--layer and --head go together', 2),
     (['--layer=2', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=2 --head=0', 1),
+    (['--layer=5', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=5 --head=0', 1),
+    (['--layer=0', '--head=4'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=0 --head=4', 1),
     (['--prompt=Juliet'], "the prompt has characters the model never saw: 'Jl'; its vocabulary is ", 1),
     (['--prompt='], 'the prompt needs at least 2 characters, so that one can look at another (got 0)', 1),
     (['--prompt=R'], 'the prompt needs at least 2 characters, so that one can look at another (got 1)', 1),
@@ -109,6 +115,8 @@ def test_a_model_of_another_text_asks_for_a_prompt_of_its_own(tiny, tmp_path):
     r = run_here(SCRIPT, f'--ckpt={tmp_path}')
     assert r.returncode == 1
     assert r.stderr.endswith("its vocabulary is 'ab'; give a prompt of its text with --prompt\n"), r.stderr
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--prompt=abz') # a prompt of theirs: no hint to give one
+    assert r.returncode == 1 and r.stderr.endswith("its vocabulary is 'ab'\n"), r.stderr
     r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--prompt=abba')
     assert r.returncode == 0 and 'over 4 characters' in r.stdout, r.stderr
 

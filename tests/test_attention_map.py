@@ -50,6 +50,9 @@ def test_the_table_and_the_map_of_heads_whose_weights_are_known():
     table = attention_map.summary(torch.stack([before, even])[None]).splitlines() # (1 layer, 2 heads, T, T)
     assert table[2:] == ['| 0 | 0 | 0.00 | 1.00 | 0.00 | 1.0 |', # rows 1 to 3: (1/2 + 1/3 + 1/4) / 3 = 0.36,
                          '| 0 | 1 | 0.36 | 0.36 | 0.28 | 1.0 |'] # and (1/2 + 2/2 + 3/2) / 3 = 1.0 back
+    shaded = torch.tensor([[1, 0, 0], [0.55, 0.45, 0], [0.05, 0.12, 0.83]])
+    assert [row[4:7] for row in attention_map.heat_map(shaded, 'abc').splitlines()[1:]] == \
+        ['@  ', '+= ', ' .%'] # a shade a tenth of the weight, up to the row's own character, none after
     rows = attention_map.heat_map(before, 'abcd').splitlines()[1:]
     assert [row.split('  most on ')[1] for row in rows] == ["'a' (0 back), 1.00", "'a' (1 back), 1.00",
                                                            "'b' (1 back), 1.00", "'c' (1 back), 1.00"]
@@ -94,6 +97,7 @@ def test_one_heads_map(ckpt):
 
 @pytest.mark.parametrize('args, words, code', [
     (['--layer=1'], '--layer and --head go together', 2),
+    (['--head=1'], '--layer and --head go together', 2),
     (['--layer=2', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=2 --head=0', 1),
     (['--layer=5', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=5 --head=0', 1),
     (['--layer=0', '--head=4'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=0 --head=4', 1),
@@ -161,3 +165,10 @@ def test_the_table_is_the_same_with_or_without_a_picture(ckpt, tmp_path):
     assert plain.returncode == drawn.returncode == 0, drawn.stderr
     wrote = f'wrote {tmp_path / "heads.png"}\n'
     assert wrote in drawn.stdout and drawn.stdout.replace(wrote, '') == plain.stdout and '| 1 | 3 |' in plain.stdout
+
+
+def test_a_prompt_of_2_characters_and_one_of_block_size_are_read_whole(ckpt):
+    """The shortest prompt one character can look back from, and one exactly block_size (16) long: no note."""
+    for prompt in ['RO', 'ROMEO: my friend']:
+        r = run_here(SCRIPT, f'--ckpt={ckpt}', f'--prompt={prompt}')
+        assert r.returncode == 0 and f'over {len(prompt)} characters' in r.stdout and 'note:' not in r.stdout, r

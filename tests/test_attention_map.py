@@ -101,6 +101,9 @@ def test_one_heads_map(ckpt):
     (['--layer=2', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=2 --head=0', 1),
     (['--layer=5', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=5 --head=0', 1),
     (['--layer=0', '--head=4'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=0 --head=4', 1),
+    (['--layer=0', '--head=7'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=0 --head=7', 1),
+    (['--layer=-1', '--head=0'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=-1 --head=0', 1),
+    (['--layer=0', '--head=-1'], 'this model has layers 0 to 1 and heads 0 to 3, got --layer=0 --head=-1', 1),
     (['--prompt=Juliet'], "the prompt has characters the model never saw: 'Jl'; its vocabulary is ", 1),
     (['--prompt='], 'the prompt needs at least 2 characters, so that one can look at another (got 0)', 1),
     (['--prompt=R'], 'the prompt needs at least 2 characters, so that one can look at another (got 1)', 1),
@@ -119,7 +122,7 @@ def test_a_model_of_another_text_asks_for_a_prompt_of_its_own(tiny, tmp_path):
     r = run_here(SCRIPT, f'--ckpt={tmp_path}')
     assert r.returncode == 1
     assert r.stderr.endswith("its vocabulary is 'ab'; give a prompt of its text with --prompt\n"), r.stderr
-    r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--prompt=abz') # a prompt of theirs: no hint to give one
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--prompt=Abz') # a prompt of theirs: no hint to give one
     assert r.returncode == 1 and r.stderr.endswith("its vocabulary is 'ab'\n"), r.stderr
     r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--prompt=abba')
     assert r.returncode == 0 and 'over 4 characters' in r.stdout, r.stderr

@@ -175,3 +175,13 @@ def test_a_prompt_of_2_characters_and_one_of_block_size_are_read_whole(ckpt):
     for prompt in ['RO', 'ROMEO: my friend']:
         r = run_here(SCRIPT, f'--ckpt={ckpt}', f'--prompt={prompt}')
         assert r.returncode == 0 and f'over {len(prompt)} characters' in r.stdout and 'note:' not in r.stdout, r
+
+
+def test_the_layers_a_model_has_are_said_whatever_their_count(tiny, tmp_path, monkeypatch):
+    """A model of 3 layers: --layer=3 is past its last, layer 2."""
+    monkeypatch.setattr(gpt, 'n_layer', 3)
+    torch.save({'model': gpt.GPTLanguageModel(len(CHARS)).state_dict(), 'chars': CHARS,
+                'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', '--layer=3', '--head=0')
+    assert r.returncode == 1 and r.stderr == ('error: this model has layers 0 to 2 and heads 0 to 3, got --layer=3 '
+                                              '--head=0\n'), r.stderr

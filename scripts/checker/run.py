@@ -152,14 +152,15 @@ def sampling(m, block, learner):
                 return [('mistake', f"generate fails{' past block_size' * bool(crop)}{crop}: {message(e)}")] * \
                     learner.raised(e)
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
-            if lengths not in (cropped, grown):
+            wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much
+            appends = f" ({learner.place(wrong[0])}: `{learner.source(wrong[0])}` appends {wrong[1]} tokens at " \
+                      "once, not the one sampled)" if wrong else ''
+            if lengths not in (cropped, grown) and set(lengths) == {start}:
                 said.append(('mistake', "generate feeds the model the prompt's length only: the context never "
-                             "grows (keep idx whole; crop what the model gets to the last block_size)") if set(
-                    lengths) == {start} else ('mistake', f"generate feeds the model {lengths} tokens from a "
-                                                         f"prompt of {start}: it should grow by one to block_size" +
-                                                         next((f" ({learner.place(at)}: `{learner.source(at)}` appends "
-                                                               f"{n} tokens at once, not the one sampled)" for at, n in
-                                                               cats if at and n != 1), '')))
+                             "grows (keep idx whole; crop what the model gets to the last block_size)"))
+            elif lengths not in (cropped, grown):
+                said.append(('mistake', f"generate feeds the model {lengths} tokens from a prompt of {start}: it "
+                                        f"should grow by one to block_size{appends}"))
             held = 'generate crops to block_size and runs past it' if lengths == cropped != grown else \
                 'generate runs past block_size' if lengths and max(lengths) > block else held
             size = out.shape[-1] if isinstance(out, torch.Tensor) else start + new

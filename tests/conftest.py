@@ -84,6 +84,19 @@ def run(script, *args, cwd=None, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
+class Screen:
+    """A stand-in for sys.stdout or sys.stderr: what is written to it and each flush, in order, into seen as
+    (name, text) and (name, None); print's empty end='' left out."""
+    def __init__(self, name, seen):
+        self.name, self.seen = name, seen
+
+    def write(self, text):
+        self.seen.extend([(self.name, text)] if text else [])
+
+    def flush(self):
+        self.seen.append((self.name, None))
+
+
 def losses(stdout):
     """{step: (train, val)} from the 'step N: train loss X, val loss Y' lines."""
     found = re.findall(r'^step (\d+): train loss ([\d.]+), val loss ([\d.]+)', stdout, re.M)

@@ -8,7 +8,7 @@ import torch
 
 import common
 import gpt
-from conftest import ROOT, TINY_GPT, needs_input, run_here
+from conftest import ROOT, TINY_GPT, Screen, needs_input, run_here
 from test_model import lecture_layout
 
 pytestmark = needs_input
@@ -176,15 +176,11 @@ def test_the_defaults_are_what_help_says_and_the_smallest_temperature_is_greedy(
 def test_one_sample_is_shown_a_character_at_a_time(out, monkeypatch, capsys):
     """To the screen, each character is written and flushed as it is drawn, the prompt first."""
     import sample as script
-    seen = []
-    class Screen:
-        def write(self, text):
-            seen.extend([text] if text else []) # (print writes its end='' too)
-        def flush(self):
-            seen.append(None)
-    monkeypatch.setattr(sys, 'stdout', Screen())
+    written = []
+    monkeypatch.setattr(sys, 'stdout', Screen('out', written))
     script.main([f'--ckpt={out / "best.pt"}', '--device=cpu', '--prompt=ROMEO:', '--max_new_tokens=20'])
     monkeypatch.undo()
+    seen = [text for _, text in written] # None: a flush
     assert seen[:2] == ['ROMEO:', None] and seen[-1:] == ['\n']
     drawn = seen[2:-1]
     assert len(drawn) == 40 and all(len(c) == 1 for c in drawn[0::2]) and drawn[1::2] == [None] * 20, seen

@@ -146,8 +146,8 @@ def report(learner, builder, classes, settings):
         part.findings += [Finding(part.label, kind, words) for kind, words in problems]
         part.whole = [words for kind, words in problems if kind == 'mistake']
         part.status = 'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'
+    error = lambda words: re.sub(r'^.*?(\w+Error: |\w+Exception: )', r'\1', words) # the exception, not where
     for part in [p for p in rep.parts if p.status == 'differs']: # a crash of a part it holds: named there, once
-        error = lambda words: re.sub(r'^.*?(\w+Error: |\w+Exception: )', r'\1', words) # (where: said apart)
         raised = {error(f.words) for f in part.findings if f.kind == 'mistake' and 'raised ' in f.words}
         cause = next((p for p in rep.parts[:rep.parts.index(part)] if p.status == 'differs' and any(
             error(f.words) in raised or 'has no forward' in f.words and f"[{p.label}] is missing" in ''.join(raised)

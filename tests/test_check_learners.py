@@ -41,6 +41,7 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             "F.scaled_dot_product_attention's dropout_p", 'dropout on the attention of ln1(x)',
             'is defined but never used', 'a future token changes an earlier output',
             "one example in a batch changes another's output", 'generate fails', "feeds the model the prompt's length",
+            'takes one prompt only',
             'its loss at init is', 'otherwise it matches', 'it has no forward (misspelt?)',
             'pip install', 'not written yet', "can't build", 'building it builds', 'left out', 'no model of yours uses',
             'a bias by distance added to the affinities', 'positions from the attention']
@@ -50,7 +51,7 @@ def named_in_a_test():
     """What the tests that run scripts/check.py expect it to say: the fixtures' `# expect` lines and the
     mistakes that test_check.py and this file make in a copy."""
     import test_check
-    said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT] + [
+    said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED] + [
         line for f in FILES for line in [*expected(os.path.join(LEARNERS, f))[1].values(), *expected(
             os.path.join(LEARNERS, f))[2]]] + [said for _, said in test_check.VIDEO]
     return '\n'.join(said)
@@ -179,6 +180,9 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
                                   'idx = torch.cat((idx, idx_cond), dim=1)')], # the context doubles at each step
      'generate feeds the model [1, 2, 4] tokens from a prompt of 1: it should grow by one to block_size (line 86: '
      '`idx = torch.cat((idx, idx_cond), dim=1)` appends 2 tokens at once, not the one sampled)', None),
+    ('GPT', [('F.softmax(logits[:, -1, :], dim=-1)', 'F.softmax(logits[0, -1], dim=-1)'), # right for one prompt
+             ('torch.multinomial(probs, 1)), dim=1)', 'torch.multinomial(probs, 1)[None]), dim=1)')],
+     'generate takes one prompt only: on a batch of 2 it raises mine.py, line 85: RuntimeError', None),
     ('FeedForward', [('nn.Linear(n_embd, 4 * n_embd), nn.ReLU(), nn.Linear(4 * n_embd, n_embd)', # and a variant
                       'nn.Linear(n_embd, n_embd), nn.ReLU(), nn.Dropout(0.1), nn.Linear(n_embd, n_embd)')],
      'not 4x wider inside (the paper: 512 -> 2048 -> 512); line 47: a variant, dropout on the ReLU after the first '

@@ -167,6 +167,15 @@ def sampling(m, block, learner):
             if size not in (start + new, new) or size == new != start + new and prompted:
                 said.append(('note', f"generate returns {size} tokens for a prompt of {start} and {new} new (the "
                                      "lecture's: both)"))
+        kept = len(fed), len(probs) # the lecture's samples each row of idx: a batch of 2 prompts
+        with torch.no_grad():
+            out, e, prompted = generate(m, torch.zeros(2, 1, dtype=torch.long), 2)
+        del fed[kept[0]:], probs[kept[1]:]
+        one = learner.raised(e) and 'converted to Scalar' not in str(e) if e else \
+            isinstance(out, torch.Tensor) and out.shape[0] != 2 # (.item() on each token: it prints one stream)
+        if prompted and one:
+            said.append(('mistake', "generate takes one prompt only: on a batch of 2 it " + (f"raises {message(e)}"
+                         if e else f"returns {tuple(out.shape)}") + " (the lecture's samples each row of idx)"))
     finally:
         del m.forward
         torch.multinomial, torch.cat = multinomial, cat

@@ -51,7 +51,7 @@ def named_in_a_test():
     """What the tests that run scripts/check.py expect it to say: the fixtures' `# expect` lines and the
     mistakes that test_check.py and this file make in a copy."""
     import test_check
-    said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED] + [
+    said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED + BY_VOCAB] + [
         line for f in FILES for line in [*expected(os.path.join(LEARNERS, f))[1].values(), *expected(
             os.path.join(LEARNERS, f))[2]]] + [said for _, said in test_check.VIDEO]
     return '\n'.join(said)
@@ -196,10 +196,20 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
 ]
 
 
+BY_VOCAB = [ # the same, where the logits come out as (B, vocab, T)
+    ('Head', [('        wei = F.softmax(wei, dim=-1)', '        att = F.softmax(wei, dim=-1)')], # (wei @ v after it)
+     'the softmax over the keys (dim=-1) is made, but the result is never used', 'att = F.softmax'),
+    ('GPT', [('F.softmax(logits[:, :, -1]', 'F.softmax(logits[:, :, 0]')], "generate samples from something else than the last "
+     "position's logits (logits[:, -1, :]): line 83 samples `idx = torch.cat((idx, torch.multinomial(probs, 1)), dim=1)`",
+     None),
+]
+
+
 @pytest.mark.parametrize('part, changes, named, at, file', [(*m, RENAMED) for m in MISTAKES] + [
     (*m, os.path.join(LEARNERS, 'nanogpt_layout.py')) for m in NANOGPT] + [
-    (*m, os.path.join(LEARNERS, 'batched_4d.py')) for m in BATCHED], ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES +
-                                                                          NANOGPT + BATCHED])
+    (*m, os.path.join(LEARNERS, 'batched_4d.py')) for m in BATCHED] + [
+    (*m, os.path.join(LEARNERS, 'logits_by_vocab.py')) for m in BY_VOCAB],
+    ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES + NANOGPT + BATCHED + BY_VOCAB])
 def test_each_mistake_is_named_under_the_learners_own_names_at_its_line(part, changes, named, at, file, tmp_path):
     with open(file, encoding='utf-8') as f:
         text = f.read()

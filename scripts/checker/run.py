@@ -128,7 +128,7 @@ def sampling(m, block, learner):
         fed.append(forward(*args, **kwargs))
         return fed[-1]
     m.forward = watched
-    torch.multinomial = lambda p, *a, **k: probs.append(p) or multinomial(p, *a, **k)
+    torch.multinomial = lambda p, *a, **k: probs.append((p, learner.line())) or multinomial(p, *a, **k)
     cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens)
     def appended(ts, *a, **k):
         if len(ts) == 2 and all(isinstance(t, torch.Tensor) and t.dim() == 2 and not t.is_floating_point() for t in ts):
@@ -180,10 +180,14 @@ def sampling(m, block, learner):
         del m.forward
         torch.multinomial, torch.cat = multinomial, cat
         names.update(later)
-    last = [f[0, -1].argmax() for f in map(out_of, fed) if isinstance(f, torch.Tensor) and f.dim() == 3]
-    if probs and len(probs) == len(last) and any(p.reshape(-1).argmax() != i for p, i in zip(probs, last)):
-        said.append(('mistake', "generate samples from something else than the last position's logits "
-                                "(logits[:, -1, :])"))
+    V = vocab(m) # (logits as (B, vocab, T), for cross_entropy, turned back)
+    last = [(f.transpose(1, 2) if f.shape[1] == V != f.shape[2] else f)[0, -1].argmax() for f in map(out_of, fed)
+            if isinstance(f, torch.Tensor) and f.dim() == 3]
+    wrong = [at for (p, at), i in zip(probs, last) if p.reshape(-1).argmax() != i] if len(probs) == len(last) else []
+    if wrong:
+        at = f": {learner.place(wrong[0])} samples `{learner.source(wrong[0])}`" if wrong[0] else ''
+        said.append(('mistake', f"generate samples from something else than the last position's logits "
+                                f"(logits[:, -1, :]){at}"))
     return list(dict.fromkeys(said)) + [('held', held)]
 
 def invariants(m, T, learner, block):

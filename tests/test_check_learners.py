@@ -41,7 +41,7 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             "F.scaled_dot_product_attention's dropout_p", 'dropout on the attention of ln1(x)',
             'is defined but never used', 'a future token changes an earlier output',
             "one example in a batch changes another's output", 'generate fails', "feeds the model the prompt's length",
-            'takes one prompt only',
+            'takes one prompt only', 'each head reads', 'one LayerNorm normalizes',
             'its loss at init is', 'otherwise it matches', 'it has no forward (misspelt?)',
             'pip install', 'not written yet', "can't build", 'building it builds', 'left out', 'no model of yours uses',
             'a bias by distance added to the affinities', 'positions from the attention']
@@ -51,7 +51,7 @@ def named_in_a_test():
     """What the tests that run scripts/check.py expect it to say: the fixtures' `# expect` lines and the
     mistakes that test_check.py and this file make in a copy."""
     import test_check
-    said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED + BY_VOCAB] + [
+    said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED + BY_VOCAB + WRAPPED] + [
         line for f in FILES for line in [*expected(os.path.join(LEARNERS, f))[1].values(), *expected(
             os.path.join(LEARNERS, f))[2]]] + [said for _, said in test_check.VIDEO]
     return '\n'.join(said)
@@ -205,11 +205,24 @@ BY_VOCAB = [ # the same, where the logits come out as (B, vocab, T)
 ]
 
 
+WRAPPED = [ # the same, where the Blocks sit in a module of their own
+    ('MultiHead', [(f'self.{t} = nn.Linear(n_embd, head_size', f'self.{t} = nn.Linear(head_size, head_size')
+                   for t in ('key', 'query', 'value')] + [('h(x) for h in self.heads', # a slice of x for each head
+                   'h(x[..., i * self.size:(i + 1) * self.size]) for i, h in enumerate(self.heads)')],
+     "each head reads 16 of x's 64 channels, where the lecture's heads each read all of x", 'return self.proj'),
+    ('Block', [('self.ln1, self.ln2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)', 'self.ln1 = nn.LayerNorm(n_embd)'),
+               ('self.ffwd(self.ln2(x))', 'self.ffwd(self.ln1(x))')],
+     'one LayerNorm normalizes the input of both the attention and the feed-forward: the lecture has two, ln1 and ln2',
+     'self.ln1 = '),
+]
+
+
 @pytest.mark.parametrize('part, changes, named, at, file', [(*m, RENAMED) for m in MISTAKES] + [
     (*m, os.path.join(LEARNERS, 'nanogpt_layout.py')) for m in NANOGPT] + [
     (*m, os.path.join(LEARNERS, 'batched_4d.py')) for m in BATCHED] + [
-    (*m, os.path.join(LEARNERS, 'logits_by_vocab.py')) for m in BY_VOCAB],
-    ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES + NANOGPT + BATCHED + BY_VOCAB])
+    (*m, os.path.join(LEARNERS, 'logits_by_vocab.py')) for m in BY_VOCAB] + [
+    (*m, os.path.join(LEARNERS, 'wrapped_blocks.py')) for m in WRAPPED],
+    ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES + NANOGPT + BATCHED + BY_VOCAB + WRAPPED])
 def test_each_mistake_is_named_under_the_learners_own_names_at_its_line(part, changes, named, at, file, tmp_path):
     with open(file, encoding='utf-8') as f:
         text = f.read()

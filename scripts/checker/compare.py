@@ -127,10 +127,17 @@ def walk(kind, lay, x, theirs):
         if chosen is None:
             at = theirs.where(next(iter(replacements(steps, i, theirs)), (None,))[0]) if steps else None
             words = nothing(steps, i, theirs) if steps else "the lecture's computation can't run on its layers"
-            return said + [('mistake', words, at)], False, steps
+            return said + [sliced(lay, x, theirs) or ('mistake', words, at)], False, steps
         (rank, what, o, swaps), new = chosen
         said += finding(rank, what, steps, new, i, theirs)
     return said, False, steps
+
+def sliced(lay, x, theirs):
+    """A head that gets some of x's channels, where the lecture's each read all of x: (kind, words, at)."""
+    e = next((e for e in theirs.events if any(e.module is h for h in lay.get('heads') or ()) and
+              tensors(e.args) and tensors(e.args)[0].shape[-1] < x.shape[-1]), None)
+    return e and ('mistake', f"each head reads {tensors(e.args)[0].shape[-1]} of x's {x.shape[-1]} channels, where "
+                             "the lecture's heads each read all of x", e.at)
 
 NEEDS = {0: 0, 1: 1, 2: 0, 3: 1} # a step skipped (1) or replaced (3) matches by itself: one more must too
 
@@ -289,7 +296,8 @@ def check_part(label, m, kind, ctx, context, learner):
         if walks else (([], True, None), layouts[0])
     stage = stage_of(m, kind, lay, ctx)
     said += explain.heads_width(lay, x) if kind == 'MultiHeadAttention' else explain.repeated(
-        [b for b in lay['body'] if b not in lay['extra']]) if kind == 'the model' else []
+        [b for b in lay['body'] if b not in lay['extra']]) if kind == 'the model' else explain.shared_norm(
+        events, ctx) if kind == 'Block' else []
     shown = lambda step: theirs.where(theirs.find(steps.values[step])) if steps and step in steps.values else None
     said += found + [(*STRUCTURE[k], at) for k, at in structure(kind, m, lay, stage, max(context, stage), ctx, shown,
                                                                  steps)]

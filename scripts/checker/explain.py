@@ -10,7 +10,7 @@ import torch.nn as nn
 from checker.build import code_lines, safe_modules
 from checker.lecture import out_of
 from checker.load import message
-from checker.run import Trace, call
+from checker.run import Trace, call, tensors
 
 SDPA = 'scaled_dot_product_attention'
 
@@ -68,6 +68,17 @@ def repeated(blocks):
     n = len({id(b) for b in blocks})
     return [('mistake', f"the {len(blocks)} Blocks are {n} repeated ([Block(...)] * n): they share their "
              "weights; build each (for _ in range(n))", blocks[0].__dict__.get('_made_at'))] if n < len(blocks) else []
+
+def shared_norm(events, ctx):
+    """One LayerNorm for both branches of a Block (ln1 and ln2 as one): their weights are shared."""
+    inputs = {}
+    for e in events:
+        if e.module is not None and ctx.role_of(e.module) == 'LayerNorm' and tensors(e.args):
+            inputs.setdefault(e.module, []).append(tensors(e.args)[0])
+    twice = next((n for n, xs in inputs.items() if any(x.shape != xs[0].shape or not torch.equal(x, xs[0]) for x in xs)),
+                 None) # (the same input twice computes the same: no mistake)
+    return [('mistake', "one LayerNorm normalizes the input of both the attention and the feed-forward: the lecture "
+             "has two, ln1 and ln2, each with weights of its own", twice.__dict__.get('_made_at'))] if twice else []
 
 def eval_mode(m, args, kwargs, learner):
     """In eval mode no dropout acts: the same input, the same output."""

@@ -47,6 +47,7 @@ STAGES = {1: ('bigram', '22:11'), 2: ('one self-attention head', '1:02:00'), 3: 
           4: ('feed-forward', '1:24:25'), 5: ('residual connections', '1:26:48'), 6: ('LayerNorm', '1:32:51'),
           7: ('scaled up, dropout', '1:37:49')}
 ATTENTIONS = ('Head', 'MultiHeadAttention', 'fused attention')
+SEQUENCES = (nn.ModuleList, nn.Sequential)
 
 # ------------ each part as the lecture computes it, step by step
 
@@ -429,8 +430,10 @@ def model_layouts(m, ctx):
         lay['pos'], lay['structure'] = tables[0][0], ['fixed positions'] * tables[0][1]
     for name, c in kids:
         kind = ctx.role_of(c)
-        if kind == 'blocks' and not any(b is a for b in c for a in lay['body']): # (one list in two containers: once)
-            lay['body'] += [b for b in c if ctx.role_of(b) != 'LayerNorm']
+        listed = [b for k in ([c] if isinstance(c, SEQUENCES) else c.children()) # (or a module of theirs around it)
+                  for b in (k if isinstance(k, SEQUENCES) else [k])]
+        if kind == 'blocks' and not any(b is a for b in listed for a in lay['body']): # (a list in two containers: once)
+            lay['body'] += [b for b in listed if ctx.role_of(b) != 'LayerNorm']
             if isinstance(c, nn.Sequential) and ctx.role_of(c[-1]) == 'LayerNorm':
                 lay['final'], lay['structure'] = c[-1], lay['structure'] + ['last of blocks']
         elif kind == 'LayerNorm':

@@ -223,6 +223,11 @@ def load(path, learner):
     siblings, argv = Siblings(learner), sys.argv
     sys.meta_path.insert(0, siblings)
     sys.argv, StandIn.loading = [path], True # argparse's defaults
+    with contextlib.suppress(ImportError): # names NumPy 2 dropped, in code written for NumPy 1
+        import numpy
+        for old, value in dict(Inf=numpy.inf, Infinity=numpy.inf, PINF=numpy.inf, NINF=-numpy.inf, NaN=numpy.nan,
+                               float_=numpy.float64, complex_=numpy.complex128).items():
+            setattr(numpy, old, getattr(numpy, old, value))
     try:
         for where, code in sources(path):
             learner.files.add(where)

@@ -41,7 +41,7 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             "F.scaled_dot_product_attention's dropout_p", 'dropout on the attention of ln1(x)',
             'is defined but never used', 'a future token changes an earlier output',
             "one example in a batch changes another's output", 'generate fails', "feeds the model the prompt's length",
-            'takes one prompt only', 'each head reads', 'one LayerNorm normalizes',
+            'takes one prompt only', 'each head reads', 'one LayerNorm normalizes', 'no dropout after',
             'its loss at init is', 'otherwise it matches', 'it has no forward (misspelt?)',
             'pip install', 'not written yet', "can't build", 'building it builds', 'left out', 'no model of yours uses',
             'a bias by distance added to the affinities', 'positions from the attention']
@@ -185,8 +185,9 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
      'generate takes one prompt only: on a batch of 2 it raises mine.py, line 85: RuntimeError', None),
     ('FeedForward', [('nn.Linear(n_embd, 4 * n_embd), nn.ReLU(), nn.Linear(4 * n_embd, n_embd)', # and a variant
                       'nn.Linear(n_embd, n_embd), nn.ReLU(), nn.Dropout(0.1), nn.Linear(n_embd, n_embd)')],
-     'not 4x wider inside (the paper: 512 -> 2048 -> 512); line 47: a variant, dropout on the ReLU after the first '
-     'Linear (the lecture has none there)', 'self.net = '),
+     'not 4x wider inside (the paper: 512 -> 2048 -> 512); line 44: a variant, no dropout after the last Linear (the '
+     'lecture drops out there); line 47: a variant, dropout on the ReLU after the first Linear (the lecture has none '
+     'there)', 'self.net = '),
     ('Block', [('\n    def forward(self, x):\n        x = x + self.sa(self.ln1(x))\n        x = x + self.ffwd(self.ln2(x))\n'
                 '        return x', '\n        def forward(self, x):\n            x = x + self.sa(self.ln1(x))\n'
                 '            x = x + self.ffwd(self.ln2(x))\n            return x')], # indented into __init__

@@ -302,7 +302,7 @@ def check_part(label, m, kind, ctx, context, learner):
     said += found + [(*STRUCTURE[k], at) for k, at in structure(kind, m, lay, stage, max(context, stage), ctx, shown,
                                                                  steps)]
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
-    said += dropouts(kind, steps, theirs, events, m) if ok and steps is not None else [] # (a wrong size: named too)
+    said += dropouts(kind, steps, theirs, events, m, context) if ok and steps is not None else []
     said += [('note', f"your {', '.join(never)} {'is' if len(never) == 1 else 'are'} defined but never used", None)
              for never in [explain.unused(m, [x, *rest], kwargs, ctx)] if never]
     if not any(f[0] == 'mistake' for f in said):
@@ -317,9 +317,20 @@ def check_part(label, m, kind, ctx, context, learner):
         return lambda *a, **k: compute(lay, a[0], defaults, Steps())
     return 'differs', said, stage, fix
 
-def dropouts(kind, steps, theirs, events, m):
-    """Dropout where the lecture has none (on the residual stream: a mistake); F.scaled_dot_product_attention."""
+WEI, LAST = (('softmax', 'masked after'), 'the attention weights, wei'), (('linear 2', 'linear 3'), 'the last Linear')
+KEPT = {'Head': [WEI], 'fused attention': [WEI, (('proj',), 'proj')], 'MultiHeadAttention': [(('proj',), 'proj')],
+        'FeedForward': [LAST]} # where the lecture drops out (stage 7)
+
+def dropouts(kind, steps, theirs, events, m, stage):
+    """Dropout where the lecture has none (on the residual stream: a mistake), none where it has one (in a model
+    that drops out); F.scaled_dot_product_attention."""
     mine, found = explain.own_lines(m), []
+    dropped = {theirs.find(e.args[0], used=False) for e in events if e.name == 'dropout' or type(e.module).__name__
+               == 'Dropout'} - {None}
+    for group, words in KEPT.get(kind, []) if stage == 7 else []:
+        made = next((theirs.find(steps.values[n], used=False) for n in group[::-1] if n in steps.values), None)
+        if made is not None and made not in dropped and not (theirs.sdpa is not None and group is WEI[0]):
+            found.append(('variant', f"no dropout after {words} (the lecture drops out there)", theirs.where(made)))
     for e in [e for e in events if e.at in mine and (e.name == 'dropout' or type(e.module).__name__ == 'Dropout')]:
         dropped = theirs.find(e.args[0], used=False)
         step = next((n for n, v in steps.values.items() if dropped is not None and theirs.find(v, False) == dropped),

@@ -1,11 +1,12 @@
 """A setting out of its range stops gpt.py and bigram.py before any work: one line naming the
 setting, its value and what it must be, exit code 2, nothing read, downloaded or written."""
 import os
+import sys
 
 import pytest
 
 import gpt
-from conftest import needs_input, run_here
+from conftest import Screen, needs_input, run_here
 
 GPT = [ # one row per class of bad value: what is given, what is said
     # sizes and counts
@@ -90,6 +91,7 @@ BIGRAM = [
     (['--learning_rate=0'], '--learning_rate=0.0 must be a finite number above 0'),
     (['--learning_rate=nan'], '--learning_rate=nan must be a finite number above 0'),
     (['--learning_rate=inf'], '--learning_rate=inf must be a finite number above 0'),
+    (['--batch_size=1', '--max_iters=0', '--learning_rate=0'], '--learning_rate=0.0 must be a finite number above 0'),
 ]
 
 
@@ -113,6 +115,11 @@ def test_a_run_of_hours_on_a_cpu_says_so_before_the_data_is_read(capsys, monkeyp
     note = capsys.readouterr().out.splitlines()[2]
     assert note == ('note: about 21 hours on 2 CPU cores, the first losses in 26 minutes; for a CPU, '
                     'python gpt.py --preset=cpu trains a smaller model in under 3 minutes')
+    seen = [] # and at once, where stdout is a file or a pipe (tee, nohup): the print flushes it
+    with monkeypatch.context() as m:
+        m.setattr(sys, 'stdout', Screen('out', seen))
+        gpt.configure(['--device=cpu'])
+    assert ('out', None) in seen[[text for _, text in seen].index(note):]
     gpt.configure(['--device=cpu', '--n_layer=3']) # half the work: half the time
     assert 'note: about 10 hours on 2 CPU cores, the first losses in 13 minutes;' in capsys.readouterr().out
     for argv in (['--preset=cpu'], ['--device=cpu', '--max_iters=100', '--eval_iters=20']):

@@ -33,11 +33,13 @@ def test_cudas_switch_set_forced_on_a_cpu_trains_saves_resumes_exactly_and_sampl
     batched heads. A change that breaks that path fails here, without a GPU. torch.compile runs with its
     aot_eager backend: the same tracing as the default inductor's, without inductor's C++ build (45 s
     here, cold)."""
-    compile_ = torch.nn.Module.compile
-    monkeypatch.setattr(torch.nn.Module, 'compile', lambda self, **kw: compile_(self, backend='aot_eager', **kw))
-    forced = [*TINY_GPT, *(f'--{key}=True' for key in (*SWITCHES, 'fast_attention'))]
+    compile_, compiled = torch.nn.Module.compile, []
+    monkeypatch.setattr(torch.nn.Module, 'compile', lambda self, **kw: compiled.append(type(self).__name__) or
+                        compile_(self, backend='aot_eager', **kw))
+    forced = [*TINY_GPT, '--n_layer=2', *(f'--{key}=True' for key in (*SWITCHES, 'fast_attention'))]
     whole = run_here('gpt.py', *forced, f'--out_dir={tmp_path / "whole"}')
     assert whole.returncode == 0, whole.stderr
+    assert compiled == ['Block', 'Block'] # each of the n_layer Blocks
     assert ' '.join(f'{key}=True' for key in SWITCHES[:2]) in whole.stdout # the config in effect, printed
     assert 'use_compile=True use_fused_adamw=True fast_attention=True' in whole.stdout
     assert {'ckpt.pt', 'best.pt', 'log.csv'} <= set(os.listdir(tmp_path / 'whole'))

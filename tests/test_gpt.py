@@ -161,7 +161,7 @@ def test_help_lists_every_setting_with_its_default_and_its_comment():
     for key in gpt.config_keys:
         comment = next(line for line in top.splitlines() if line.startswith(f'{key} = ')).partition(' # ')[2]
         assert lines[f'--{key}={getattr(gpt, key)!r}'].endswith(f'  {comment}'.rstrip()), key
-    assert lines['--max_iters=5000'].endswith('how many optimizer steps to take')
+    assert lines['--max_iters=5000'] == '  --max_iters=5000'.ljust(26) + 'how many optimizer steps to take' # a column
 
 
 @pytest.mark.parametrize('args, words', [
@@ -181,6 +181,16 @@ def test_out_of_memory_is_one_line_naming_what_to_shrink(tmp_path):
     assert r.returncode == 1, r.stderr
     assert r.stderr == ('error: cpu ran out of memory: try a smaller --batch_size (now 64) or --block_size '
                         '(now 8), or a smaller model (--n_layer=6, --n_embd=1048576)\n')
+
+
+def test_cudas_out_of_memory_is_one_line_too(tmp_path, monkeypatch):
+    """CUDA says 'out of memory' where the CPU says 'can't allocate memory': the same line."""
+    def full(*args):
+        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 20.00 GiB')
+    monkeypatch.setattr(torch.nn.Embedding, 'forward', full) # (run_here runs gpt.py's classes anew)
+    r = run_here('gpt.py', *TINY_GPT, '--out_dir=', cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (1, 'error: cpu ran out of memory: try a smaller --batch_size (now 8) or '
+                                           '--block_size (now 16), or a smaller model (--n_layer=1, --n_embd=16)\n')
 
 
 def test_a_new_run_never_overwrites_an_earlier_one(tmp_path):

@@ -325,8 +325,8 @@ def dropouts(kind, steps, theirs, events, m, stage):
     """Dropout where the lecture has none (on the residual stream: a mistake), none where it has one (in a model
     that drops out); F.scaled_dot_product_attention."""
     mine, found = explain.own_lines(m), []
-    dropped = {theirs.find(e.args[0], used=False) for e in events if e.name == 'dropout' or type(e.module).__name__
-               == 'Dropout'} - {None}
+    dropped = {theirs.find(e.args[0], used=False) for e in events if kind in KEPT and stage == 7 and (
+               e.name == 'dropout' or type(e.module).__name__ == 'Dropout')} - {None} # (only where it's needed: slow)
     for group, words in KEPT.get(kind, []) if stage == 7 else []:
         made = next((theirs.find(steps.values[n], used=False) for n in group[::-1] if n in steps.values), None)
         if made is not None and made not in dropped and not (theirs.sdpa is not None and group is WEI[0]):

@@ -325,16 +325,15 @@ def dropouts(kind, steps, theirs, events, m, stage):
     """Dropout where the lecture has none (on the residual stream: a mistake), none where it has one (in a model
     that drops out); F.scaled_dot_product_attention."""
     mine, found = explain.own_lines(m), []
-    dropped = {theirs.find(e.args[0], used=False) for e in events if kind in KEPT and stage == 7 and (
-               e.name == 'dropout' or type(e.module).__name__ == 'Dropout')} - {None} # (only where it's needed: slow)
+    drops = [e for e in events if e.name == 'dropout' or type(e.module).__name__ == 'Dropout']
+    dropped = {theirs.find(e.args[0], used=False) for e in drops if kind in KEPT and stage == 7} - {None} # (slow)
     for group, words in KEPT.get(kind, []) if stage == 7 else []:
         made = next((theirs.find(steps.values[n], used=False) for n in group[::-1] if n in steps.values), None)
         if made is not None and made not in dropped and not (theirs.sdpa is not None and group is WEI[0]):
             found.append(('variant', f"no dropout after {words} (the lecture drops out there)", theirs.where(made)))
-    for e in [e for e in events if e.at in mine and (e.name == 'dropout' or type(e.module).__name__ == 'Dropout')]:
-        dropped = theirs.find(e.args[0], used=False)
-        step = next((n for n, v in steps.values.items() if dropped is not None and theirs.find(v, False) == dropped),
-                    None)
+    for e in [e for e in drops if e.at in mine]:
+        made = theirs.find(e.args[0], used=False) # (what it drops out)
+        step = next((n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None)
         if step in ('x + sa', 'x + ffwd'):
             found.append(('mistake', 'dropout on the residual stream: in training it drops x itself; the lecture '
                                      "drops each branch's output before the add", e.at))

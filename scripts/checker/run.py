@@ -76,6 +76,10 @@ def targets_of(m):
     return next((p.name for p in list(inspect.signature(m.forward).parameters.values())[1:]
                  if norm(p.name) in TARGETS), None)
 
+def by_position(out, V):
+    """Logits of (B, vocab, T), as F.cross_entropy takes them, turned back to (B, T, vocab)."""
+    return out.transpose(1, 2) if out.dim() == 3 and out.shape[1] == V != out.shape[2] else out
+
 def logits_of(m, idx):
     """(B,T,vocab) logits; with targets where it gives fewer without (nanoGPT); (B,vocab,T) turned back."""
     targets, params = targets_of(m), inspect.signature(m.forward).parameters
@@ -83,9 +87,7 @@ def logits_of(m, idx):
     full = lambda out: isinstance(out, torch.Tensor) and out.numel() == idx.numel() * vocab(m)
     if not full(out) and targets:
         out = out_of(m(idx, **{targets: idx}))
-    if full(out) and out.dim() == 3 and out.shape[1:] == (vocab(m), idx.shape[1]) != out.shape[1:][::-1]:
-        out = out.transpose(1, 2)
-    return out.reshape(*idx.shape, -1) if full(out) else out
+    return by_position(out, vocab(m)).reshape(*idx.shape, -1) if full(out) else out
 
 def call(m, args, kwargs):
     return logits_of(m, args[0]) if args[0].dtype == torch.long and not kwargs else out_of(m(*args, **kwargs))
@@ -180,8 +182,7 @@ def sampling(m, block, learner):
         del m.forward
         torch.multinomial, torch.cat = multinomial, cat
         names.update(later)
-    V = vocab(m) # (logits as (B, vocab, T), for cross_entropy, turned back)
-    last = [(f.transpose(1, 2) if f.shape[1] == V != f.shape[2] else f)[0, -1].argmax() for f in map(out_of, fed)
+    last = [by_position(f, vocab(m))[0, -1].argmax() for f in map(out_of, fed)
             if isinstance(f, torch.Tensor) and f.dim() == 3]
     wrong = [at for (p, at), i in zip(probs, last) if p.reshape(-1).argmax() != i] if len(probs) == len(last) else []
     if wrong:

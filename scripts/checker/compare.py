@@ -134,10 +134,14 @@ def walk(kind, lay, x, theirs):
 
 def sliced(lay, x, theirs):
     """A head that gets some of x's channels, where the lecture's each read all of x: (kind, words, at)."""
-    e = next((e for e in theirs.events if any(e.module is h for h in lay.get('heads') or ()) and
-              tensors(e.args) and tensors(e.args)[0].shape[-1] < x.shape[-1]), None)
-    return e and ('mistake', f"each head reads {tensors(e.args)[0].shape[-1]} of x's {x.shape[-1]} channels, where "
-                             "the lecture's heads each read all of x", e.at)
+    heads, C = lay.get('heads') or (), x.shape[-1]
+    e = next((e for e in theirs.events if any(e.module is h for h in heads) and
+              tensors(e.args) and tensors(e.args)[0].shape[-1] < C), None)
+    if e is None:
+        return None
+    width = tensors(e.args)[0].shape[-1]
+    return ('mistake', f"each head reads {width} of x's {C} channels, where the lecture's heads each read all of x",
+            e.at)
 
 NEEDS = {0: 0, 1: 1, 2: 0, 3: 1} # a step skipped (1) or replaced (3) matches by itself: one more must too
 
@@ -317,20 +321,23 @@ def check_part(label, m, kind, ctx, context, learner):
         return lambda *a, **k: compute(lay, a[0], defaults, Steps())
     return 'differs', said, stage, fix
 
-WEI, LAST = (('softmax', 'masked after'), 'the attention weights, wei'), (('linear 2', 'linear 3'), 'the last Linear')
-KEPT = {'Head': [WEI], 'fused attention': [WEI, (('proj',), 'proj')], 'MultiHeadAttention': [(('proj',), 'proj')],
-        'FeedForward': [LAST]} # where the lecture drops out (stage 7)
+WEI = (('softmax', 'masked after'), 'the attention weights, wei')
+PROJ, LAST = (('proj',), 'proj'), (('linear 2', 'linear 3'), 'the last Linear')
+KEPT = {'Head': [WEI], 'fused attention': [WEI, PROJ], 'MultiHeadAttention': [PROJ], 'FeedForward': [LAST]}
+# (where the lecture drops out, at stage 7)
 
 def dropouts(kind, steps, theirs, events, m, stage):
-    """Dropout where the lecture has none (on the residual stream: a mistake), none where it has one (in a model
-    that drops out); F.scaled_dot_product_attention."""
+    """Dropout where the lecture has none (on the residual stream: a mistake), none where it has one
+    (in a model that drops out); F.scaled_dot_product_attention."""
     mine, found = explain.own_lines(m), []
     drops = [e for e in events if e.name == 'dropout' or type(e.module).__name__ == 'Dropout']
     dropped = {theirs.find(e.args[0], used=False) for e in drops if kind in KEPT and stage == 7} - {None} # (slow)
     for group, words in KEPT.get(kind, []) if stage == 7 else []:
-        made = next((theirs.find(steps.values[n], used=False) for n in group[::-1] if n in steps.values), None)
+        last = next((n for n in group[::-1] if n in steps.values), None)
+        made = theirs.find(steps.values[last], used=False) if last else None
         if made is not None and made not in dropped and not (theirs.sdpa is not None and group is WEI[0]):
-            found.append(('variant', f"no dropout after {words} (the lecture drops out there)", theirs.where(made)))
+            words = f"no dropout after {words} (the lecture drops out there)"
+            found.append(('variant', words, theirs.where(made)))
     for e in [e for e in drops if e.at in mine]:
         made = theirs.find(e.args[0], used=False) # (what it drops out)
         step = next((n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None)

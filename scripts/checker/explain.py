@@ -75,10 +75,13 @@ def shared_norm(events, ctx):
     for e in events:
         if e.module is not None and ctx.role_of(e.module) == 'LayerNorm' and tensors(e.args):
             inputs.setdefault(e.module, []).append(tensors(e.args)[0])
-    twice = next((n for n, xs in inputs.items() if any(x.shape != xs[0].shape or not torch.equal(x, xs[0]) for x in xs)),
-                 None) # (the same input twice computes the same: no mistake)
-    return [('mistake', "one LayerNorm normalizes the input of both the attention and the feed-forward: the lecture "
-             "has two, ln1 and ln2, each with weights of its own", twice.__dict__.get('_made_at'))] if twice else []
+    differ = lambda xs: any(x.shape != xs[0].shape or not torch.equal(x, xs[0]) for x in xs)
+    twice = next((n for n, xs in inputs.items() if differ(xs)), None) # (the same input twice: the same result)
+    if twice is None:
+        return []
+    return [('mistake', "one LayerNorm normalizes the input of both the attention and the feed-forward: "
+                        "the lecture has two, ln1 and ln2, each with weights of its own",
+             twice.__dict__.get('_made_at'))]
 
 def eval_mode(m, args, kwargs, learner):
     """In eval mode no dropout acts: the same input, the same output."""

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import torch
 
 from checker import explain
-from checker.lecture import (ATTENTIONS, CATALOGUE, HINTS, LAYOUTS, LECTURES, MISSING, STEP, STRUCTURE, Steps, layers,
-                             out_of, places, stage_of, width)
+from checker.lecture import (ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP, STRUCTURE,
+                             Steps, layers, out_of, places, stage_of, width)
 from checker.load import Missing, message
 from checker.run import Trace, call, tensors
 
@@ -199,6 +199,8 @@ def finding(rank, what, steps, new, i, theirs):
         return [(what[2], what[3], min(filter(None, lines), key=lambda at: at[1], default=theirs.where(theirs.sdpa)))]
     if rank == 2: # a step of theirs in between
         (name, event), after = what, list(steps.values)[i]
+        if after.startswith('relu') and close(new.values[after], new.values[name]): # (sigmoid: ReLU keeps it)
+            return [(*activation(after, new.values[after], steps, event, theirs), theirs.where(event))]
         if name == 'scaled' and distance_bias(new.values[name] - steps.values[name]):
             return [('variant', ALIBI, theirs.where(event))]
         return [('mistake', f"`{theirs.source(event)}` changes {STEP.get(name, name)} before "
@@ -207,6 +209,8 @@ def finding(rank, what, steps, new, i, theirs):
         name, event = what
         value = relayout(next(c for c in map(theirs.canon, theirs.events[event].values) if c is not None),
                          steps.values[name], theirs.B, theirs.T)
+        if name.startswith('relu'):
+            return [(*activation(name, value, steps, event, theirs), theirs.where(event))]
         return [('mistake', described(name, value, steps, event, theirs), theirs.where(event))]
     said = []
     for name in what: # a step skipped: at the line that makes its input (or takes it)
@@ -233,6 +237,23 @@ def described(name, value, steps, event, theirs):
         return "the future filled with 0, not -inf, before the softmax: it still gets weight" if (future == 0).all() \
             else "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
     return f"`{theirs.source(event)}` where the lecture has {STEP.get(name, name)}"
+
+ACTIVATION_NAMES = {name.lower(): name for name in torch.nn.modules.activation.__all__}
+
+def activation(name, value, steps, event, theirs):
+    """(kind, words) for what their code makes in the ReLU's place: another nonlinearity of each number alone
+    is a variant; a linear function, or one that mixes the numbers, is a mistake."""
+    x, y = steps.before[name].reshape(-1).double(), value.reshape(-1).double()
+    fit = torch.linalg.lstsq(torch.stack([x, torch.ones_like(x)], 1), y[:, None]).solution
+    if (y - fit[0] * x - fit[1]).abs().max() <= TOL * max(y.abs().max().item(), 1e-6):
+        return 'mistake', f"{MISSING['relu']}: `{theirs.source(event)}` is linear in the first Linear's output"
+    ordered = y[x.argsort()]
+    if (ordered.diff().abs().mean() > 0.05 * y.std()).item(): # not one function of each number alone
+        return 'mistake', described(name, value, steps, event, theirs)
+    e = theirs.events[event]
+    name = type(e.module).__name__ if e.module is not None else ACTIVATION_NAMES.get(e.name.replace('_', ''))
+    name = name or f"an activation of your own, `{theirs.source(event)}`,"
+    return 'variant', f"{name} {FOR_RELU}"
 
 def distance_bias(added):
     """Whether what is added to the affinities is the same for every example and falls with the distance to
@@ -349,11 +370,17 @@ def dropouts(kind, steps, theirs, events, m, stage):
     return found + [('variant', 'F.scaled_dot_product_attention: the affinities, their scale, the mask, the softmax '
                                 'and wei @ v in one call', e.at) for e in events if e.name == SDPA and e.at in mine][:1]
 
+BIASED = {'MultiHeadAttention': 'proj no bias', 'fused attention': 'proj no bias', 'FeedForward': 'ffwd no bias',
+          'the model': 'lm_head no bias'}
+
 def structure(kind, m, lay, stage, context, ctx, shown, steps):
     """[(STRUCTURE's key, at)]: what a part's layers say, for its context's stage."""
     made = lambda layer: layer.__dict__.get('_made_at') if layer is not None else None
     attention = kind in ('MultiHeadAttention', 'fused attention')
     found = [('no proj', shown('cat') or shown('merged'))] * (attention and lay['proj'] is None and context >= 5)
+    unbiased = [layer for layer in (lay.get('linears') or [lay.get('proj' if attention else 'head')])
+                if isinstance(layer, torch.nn.Linear) and layer.bias is None] # (where the lecture's have a bias)
+    found += [(BIASED[kind], made(unbiased[0]))] if kind in BIASED and unbiased else []
     if kind == 'FeedForward':
         first = lay['linears'][0]
         found += [('one linear', made(first))] * (len(lay['linears']) == 1 and context >= 5)

@@ -37,7 +37,7 @@ class Mapping:
 
     def cant(self, m, why):
         """One line: which part, why, and the variants check.py names in it."""
-        variants = [f.words for p in self.rep.parts if p.label == type(m).__name__ for f in p.findings
+        variants = [f.words for p in self.rep.parts if p.cls is type(m) for f in p.findings
                     if f.kind == 'variant' and 'lm_head shares' not in f.words] # (a tied lm_head maps)
         extra = [v for v in variants if v not in why]
         fail(f"{self.code}: your {type(m).__name__} can't be mapped onto gpt.py's: {why}" +

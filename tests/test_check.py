@@ -3,6 +3,7 @@ top level would fail on a missing data file, then loop forever): nothing but its
 every part of the right file matches, and each mistake of the catalogue is found and named."""
 import json
 import os
+import re
 
 import pytest
 
@@ -14,10 +15,13 @@ SMALL = [('block_size = 256', 'block_size = 16'), ('n_embd = 384', 'n_embd = 32'
          ('n_layer = 6', 'n_layer = 2')] # the lecture's stage-6 size: fast to check
 
 
+LABEL = re.compile(r'(\S+(?: \((?:cell|line) \d+\))?)\s+(.*)') # a part, with its cell where it has versions
+
+
 def parts(stdout):
     """{part: what the checker says of it}, from its lines but the notes, the mistakes of no part and the summary."""
-    return {line.split()[0]: line.split(None, 1)[1] for line in stdout.splitlines()[:-1]
-            if not line.startswith(('note:', 'mistake:'))}
+    return dict(LABEL.match(line).groups() for line in stdout.splitlines()[:-1]
+                if not line.startswith(('note:', 'mistake:')))
 
 
 def check(tmp_path, text, name='mine.py'):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_here
-from test_check import cited, parts
+from test_check import LABEL, cited, parts
 
 LEARNERS = os.path.join(ROOT, 'tests', 'fixtures', 'learners')
 FILES = sorted(os.path.relpath(os.path.join(d, f), LEARNERS) for d, _, files in os.walk(LEARNERS) for f in files
@@ -25,7 +25,7 @@ def expected(path):
     if path.endswith('.ipynb'):
         text = ''.join(line for cell in json.loads(text)['cells'] for line in cell['source'])
     said = re.findall(r'^# expect( exit| note| mistake| summary)?: (.*)$', text, re.M)
-    lines = {rest.split()[0]: rest.split(None, 1)[1] for kind, rest in said if not kind}
+    lines = dict(LABEL.match(rest).groups() for kind, rest in said if not kind)
     pick = lambda k: [rest for kind, rest in said if kind == k]
     return int(pick(' exit')[0]), lines, [f'note: {n}' for n in pick(' note')] + [
         f'mistake: {m}' for m in pick(' mistake')], pick(' summary')

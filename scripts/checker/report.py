@@ -8,7 +8,7 @@ import contextlib, math, re
 import torch
 import torch.nn as nn
 
-from checker.build import Settings, classes_of, meaning, put_back, safe_modules, supply
+from checker.build import Settings, classes_of, code_lines, meaning, put_back, safe_modules, supply
 from checker import explain
 from checker.compare import Finding, check_part
 from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
@@ -38,6 +38,28 @@ class Report:
 
 no_forward = lambda m: type(m).forward is nn.Module.forward and type(m).__call__ is nn.Module.__call__
 
+lines_of = lambda cls: {at for at in code_lines(cls) if at[1] is not None}
+
+def versions(built, builder):
+    """{class: instance}, with the earlier versions of a class a notebook defines again (each stage of the lecture
+    as BigramLanguageModel) that a language model of theirs holds, before the latest; unless the same code."""
+    learner, names, taken = builder.learner, {c.__name__ for c in built}, {id(m) for m in built.values()}
+    text = lambda cls: [learner.source(at) for at in sorted(lines_of(cls))]
+    models = [m for m, _ in builder.models if any(isinstance(s, nn.Embedding) for s in safe_modules(m))]
+    earlier = {type(s): s for m in models for s in safe_modules(m)[::-1] if type(s).__name__ in names and
+               type(s) not in built and type(s).__module__ in learner.own and id(s) not in taken}
+    earlier = {c: m for c, m in earlier.items() if all(text(c) != text(o) for o in [*built, *earlier] if
+                                                          o.__name__ == c.__name__ and o is not c)}
+    return {**earlier, **built}
+
+def label(cls, classes, learner):
+    """A class's name; where a notebook defines it more than once, with the cell (or line) of this one."""
+    if sum(c.__name__ == cls.__name__ for c in classes) == 1:
+        return cls.__name__
+    first = min(lines_of(cls), default=None)
+    place = learner.place(first).split(', line')[0] if first else ''
+    return f"{cls.__name__} ({place if place.startswith('cell') else f'line {first[1]}' if first else '?'})"
+
 def parts_of(built, ctx, builder):
     """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold."""
     held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
@@ -48,7 +70,7 @@ def parts_of(built, ctx, builder):
         if kind not in ORDER and any(m is b for b, _ in builder.models) and no_forward(m): # a model of theirs: said so
             kind = 'the model'
         if (isinstance(m, str) or kind in ORDER) and (not held or cls.__name__ in held):
-            parts.append(Part(cls.__name__, kind, m, cls))
+            parts.append(Part(label(cls, built, builder.learner), kind, m, cls))
         parts += [Part(f"{cls.__name__}.{n}", 'FeedForward', c) for n, c in layers(m, nn.Sequential)
                   if ctx.role_of(c) == 'FeedForward' != kind] if kind and (not held or cls.__name__ in held) else []
     return sorted(parts, key=lambda p: ORDER.index(p.kind) if p.kind else len(ORDER))
@@ -81,7 +103,7 @@ def held(part):
     return ', '.join(["the past never hears the future, batch rows never talk", *said])
 
 def report(learner, builder, classes, settings):
-    built = builder.instances(classes, settings)
+    built = versions(builder.instances(classes, settings), builder)
     StandIn.loading, ctx, rep = False, Context(settings), Report(learner, builder)
     roots = [m for m in built.values() if isinstance(m, nn.Module)]
     roots = [m for m in roots if not any(m is not r and m in safe_modules(r) for r in roots)]

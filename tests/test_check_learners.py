@@ -299,6 +299,7 @@ def test_a_part_that_cannot_run_is_named_once_at_its_cause(tmp_path):
     assert r.returncode == 1 and found['GPT'] == "not checked: it holds Block, which can't run (above)", r.stdout
     assert found['Block'].startswith(f"differs: {cited(text, 'self.sa = (')}: `self.sa = (n_head, n_embd // n_head)` "
                                      "makes a tuple, not a layer: mine.py, line "), r.stdout
+    assert r.stdout.endswith(' match the lecture at stage 6 (LayerNorm, 1:32:51); look at Block\n'), r.stdout # (its stage)
 
 
 def test_a_model_without_forward_that_the_file_builds_is_reported_not_dropped(tmp_path):

@@ -361,6 +361,8 @@ def find_role(m, ctx):
         return 'Block' if 'FeedForward' in kids else 'MultiHeadAttention'
     named = {LAYER.get(norm(n)) for n, _ in layers(m, nn.Linear)} >= {'key', 'query'}
     mixes, name = named or mixes_tokens(m, ctx), type(m).__name__.lower()
+    if mixes is None and 'FeedForward' in kids: # it can't run, and holds a feed-forward: a Block
+        return 'Block'
     if mixes is None: # it can't run alone: its name says what it is meant to be
         mixes = not any(w in name for w in ('feed', 'mlp', 'ffn', 'ffwd'))
     if not mixes: # a feed-forward; one Linear with nothing after it is a projection, no part

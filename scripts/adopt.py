@@ -68,9 +68,11 @@ class Mapping:
     def put(self, name, tensor):
         self.weights[name] = tensor.detach().float().clone()
 
-    def linear(self, name, layer):
-        self.put(name + '.weight', layer.weight)
-        self.put(name + '.bias', layer.bias if layer.bias is not None else torch.zeros(layer.out_features))
+    def linear(self, name, layer, C=None):
+        """A Linear's weight and bias; of another module that computes W x + b (a Linear, then dropout), probed."""
+        weight, bias = (layer.weight, layer.bias) if isinstance(layer, nn.Linear) else probe(layer, C)
+        self.put(name + '.weight', weight)
+        self.put(name + '.bias', bias if bias is not None else torch.zeros(len(weight)))
 
     def norm(self, name, layer):
         lay = self.layout(layer, 'LayerNorm')
@@ -100,7 +102,7 @@ class Mapping:
         for h, each in enumerate(qkv):
             for what, (w, _) in zip(('query', 'key', 'value'), each):
                 self.put(f"{name}.heads.{h}.{what}.weight", w)
-        self.linear(name + '.proj', lay['proj'])
+        self.linear(name + '.proj', lay['proj'], C)
         return len(qkv), qkv[0][0][0].shape[0]
 
     def model(self):

@@ -149,6 +149,20 @@ def test_a_model_of_an_earlier_stage_says_which(tmp_path):
         "of its last stage, gpt.py's (dropout and the scaled-up settings change no weight)\n"), r.stderr
 
 
+@pytest.mark.parametrize('name', ['dataclass_call.py', 'batched_4d.py'])
+def test_a_last_stage_model_of_another_shape_runs_in_our_tools(name, tmp_path):
+    """Parts written as dataclasses, the attention's proj a Linear and a Dropout in a module of its own (no
+    Linear to copy: its weights are read from what it computes); a model of stage 6, with no dropout (none
+    has a weight): each samples through its code."""
+    import check
+    code = os.path.join(ROOT, 'tests', 'fixtures', 'learners', name)
+    model = check.checked(code).builder.models[-1][0]
+    torch.save(model.state_dict(), tmp_path / 'theirs.pt')
+    r = run_here(SAMPLE, f'--ckpt={tmp_path / "theirs.pt"}', f'--code={code}', '--max_new_tokens=20', '--prompt=ROMEO:')
+    assert r.returncode == 0 and len(r.stdout) == len('ROMEO:') + 20 + 1, r.stderr
+    assert f"read through your {type(model).__name__} in {code}" in r.stderr
+
+
 def test_a_mapping_that_does_not_give_the_learners_logits_is_refused(tmp_path, monkeypatch):
     """The last guard: whatever the mapping, the mapped model must compute the learner's logits."""
     import adopt
@@ -169,7 +183,9 @@ def test_a_checkpoint_that_does_not_fit_the_learners_code_says_so(tmp_path):
     r = run_here(SAMPLE, f'--ckpt={tmp_path / "mine.pt"}', f'--code={code}', '--max_new_tokens=5')
     assert r.returncode == 1 and r.stderr.startswith(f"error: {tmp_path / 'mine.pt'} does not fit the model that "
                                                      f"{code} builds: "), r.stderr
-    assert r.stderr.endswith('were its settings others when you saved it?\n')
+    assert r.stderr.endswith(": size mismatch for embed.weight: copying a param with shape torch.Size([65, 48]) from "
+                             "checkpoint, the shape in current model is torch.Size([65, 60]). size mismatch for "
+                             "positions.weight: copying a param; were its settings others when you saved it?\n"), r.stderr
 
 
 @pytest.mark.parametrize('case', ['no such file', 'not code', 'no state_dict'])

@@ -269,11 +269,23 @@ def never_used(name, e):
                "write wei = wei.masked_fill(...)"
     return f"{STEP.get(name, name)} is made, but the result is never used"
 
+def doubled(i, theirs):
+    """(the event, the layer's name) where the layer that made event i's result is applied again to it."""
+    t = theirs.events[i].outs[0]
+    layer = next((w.module for w in theirs.events if w.module is not None and any(o is t for o in w.outs)), None)
+    k = next((k for k, w in enumerate(theirs.events) if layer is not None and w.module is layer and
+              any(a is t for a in tensors(w.args))), None)
+    name = next((f'`{n}`' for n, c in theirs.m.named_modules() if c is layer), 'a layer')
+    return (k, name) if k is not None else None
+
 def nothing(steps, i, theirs):
     """Words for a step their code makes nothing like."""
     names = list(steps.values)
     name = names[min(i, len(names) - 1)]
     dropped = theirs.find(steps.values[name], used=False)
+    again = doubled(dropped, theirs) if name == 'output' and dropped is not None else None
+    if again: # the last layer once more on its own result
+        return f"`{theirs.source(again[0])}` applies {again[1]} a second time: the lecture applies it once"
     if name == 'output' and dropped is not None: # what it returns is made from the lecture's output
         return f"`{theirs.source(next(iter(theirs.after(dropped)), None))}` comes after {STEP[names[-2]]}, which " \
                "the lecture returns as it is"

@@ -119,6 +119,10 @@ def generate(m, idx, n):
             errors.append(e)
     return None, errors[0], True
 
+def runs_on(m, T):
+    with contextlib.suppress(Exception), torch.no_grad():
+        return logits_of(m, torch.zeros(1, T, dtype=torch.long)) is not None
+
 def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
     and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
@@ -151,7 +155,10 @@ def sampling(m, block, learner):
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:
                 crop = ' (crop idx to the last block_size)' * ('out of range' in str(e) and max(lengths) > block)
-                return [('mistake', f"generate fails{' past block_size' * bool(crop)}{crop}: {message(e)}")] * \
+                short = not crop and max(lengths, default=block) < block and runs_on(m, block)
+                crop = crop or f" from a prompt of {start}: the model runs on exactly block_size = {block} tokens " \
+                    "only, where the lecture's runs on any number up to it" * short
+                return [('mistake', f"generate fails{' past block_size' * (crop[:2] == ' (')}{crop}: {message(e)}")] * \
                     learner.raised(e)
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
             wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much

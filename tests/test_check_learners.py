@@ -168,6 +168,8 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
     ('GPT', [('self.tril[:T, :T] == 0', 'self.tril == 0')], # (the whole mask: T must be block_size)
      "generate fails from a prompt of 1: the model runs on exactly block_size = 32 tokens only, where the lecture's "
      "runs on any number up to it: mine.py, line 37: RuntimeError", None),
+    ('GPT', [('logits, _ = self(idx[:, -block_size:])', 'logits, _, _ = self(idx[:, -block_size:])')], # (its own)
+     "generate fails: mine.py, line 83: ValueError: not enough values to unpack (expected 3, got 2)", None),
     ('BatchedAttention', [('att = F.softmax(att, dim=-1)', 'att = F.softmax(att, dim=-2)')],
      '`att = F.softmax(att, dim=-2)` where the lecture has the softmax over the keys (dim=-1)', 'att = F.softmax'),
     ('BatchedAttention', [('(q @ k.transpose(-2, -1)) * (C // n_head) ** -0.5', '(q @ k.transpose(-2, -1))')],

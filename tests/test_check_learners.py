@@ -293,6 +293,24 @@ def test_a_mistake_in_another_file_of_a_project_is_named_in_that_file_at_its_lin
     assert found['Block'] == 'matches' and found['MultiHeadAttention'] == 'matches'
 
 
+def test_a_guard_of_their_own_that_the_guessed_settings_fail_is_no_mistake(tmp_path):
+    """Their defaults (n_head = 5 for a width of 48), which the file never builds, fail their own check of the
+    settings with every guess: the settings, not the computation; the checker says it could not build it, and
+    how to tell it (exit 2). (Where the file's own build raises so, it is their mistake: exit 1.)"""
+    text = open(os.path.join(LEARNERS, 'config_dataclass.py'), encoding='utf-8').read()
+    text = text.replace('n_head: int = 4', 'n_head: int = 5').replace('model = GPT(config)', '').replace(
+        '        self.heads = nn.ModuleList([Head(config,',
+        "        assert config.n_embd % config.n_head == 0, 'n_embd must divide by n_head'\n"
+        '        self.heads = nn.ModuleList([Head(config,')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 2 and found['MultiHeadAttention'].startswith(
+        "can't build MultiHeadAttention(config=<ModelConfig>): mine.py, line 45: AssertionError: n_embd must divide "
+        "by n_head; with its settings guessed"), r.stdout
+    assert '--build "Model(...)"' in found['MultiHeadAttention']
+
+
 def test_a_part_that_cannot_run_is_named_once_at_its_cause(tmp_path):
     """A Block whose attention is a tuple (the class's call forgotten) raises in every model that holds it: the
     line that makes the tuple is named in Block; the model says it could not be checked, not the crash again."""

@@ -236,7 +236,7 @@ class Builder:
                 alone[cls] = m if works or not isinstance(alone.get(cls), nn.Module) else alone[cls]
                 if works:
                     break
-            if isinstance(alone[cls], Unbuilt) and len(raised) == 3 and len(set(raised)) == 1:
+            if isinstance(alone[cls], Unbuilt) and len(raised) == 3 and len(set(raised)) == 1 and not alone[cls].guard:
                 alone[cls].theirs = True # whatever the sizes, the same error: their code's
         for m in sorted([m for m in alone.values() if isinstance(m, nn.Module)], key=lambda m: len(safe_modules(m))):
             alone.update({type(s): s for s in safe_modules(m)[1:] if type(s) in alone}) # the larger holds it
@@ -246,8 +246,9 @@ class Builder:
 
 class Unbuilt(str):
     """Why a class can't be built; by: the class whose own code raised; theirs: whether their own build raised
-    it too (else the checker's guess may be what fails)."""
-    by, theirs = None, False
+    it too (else the checker's guess may be what fails); guard: whether it is a check of their own on the settings
+    (a raise or an assert of ValueError or AssertionError in their code), which a guess may fail."""
+    by, theirs, guard = None, False, False
 
 def unbuilt(cls, kwargs, e, classes, failed):
     shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>" for k, v in kwargs.items())
@@ -255,6 +256,9 @@ def unbuilt(cls, kwargs, e, classes, failed):
     why.by = next((c for f in traceback.extract_tb(e.__traceback__)[::-1] for c in classes
                    if (f.filename, f.lineno) in code_lines(c)), None)
     why.theirs = message(e) in failed
+    last = traceback.extract_tb(e.__traceback__)[-1]
+    why.guard = isinstance(e, (ValueError, AssertionError)) and any((last.filename, last.lineno) in code_lines(c)
+                                                                  for c in classes)
     return why
 
 def runs_alone(m, settings):

@@ -246,8 +246,7 @@ class Builder:
 
 class Unbuilt(str):
     """Why a class can't be built; by: the class whose own code raised; theirs: whether their own build raised
-    it too (else the checker's guess may be what fails); guard: whether it is a check of their own on the settings
-    (a raise or an assert of ValueError or AssertionError in their code), which a guess may fail."""
+    it too (else the checker's guess may be what fails); guard: whether a check of theirs raised it (a guess may)."""
     by, theirs, guard = None, False, False
 
 def unbuilt(cls, kwargs, e, classes, failed):

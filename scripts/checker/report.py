@@ -14,7 +14,7 @@ from checker.compare import Finding, check_part
 from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
                              vocab)
 from checker.load import CantCheck, StandIn, message
-from checker.run import capture, invariants, logits_of
+from checker.run import capture, invariants, logits_of, runs_at
 
 NOISE = 0.05 # added to every weight before comparing: no two layers alike (two LayerNorms are, at init)
 ORDER = ['LayerNorm', *ATTENTIONS, 'FeedForward', 'Block', 'the model'] # the parts, in the report's order
@@ -87,12 +87,6 @@ def unbuilt(part, why):
         why += "; with its settings guessed, that is, which may be what fails: tell the checker how your model is " \
                "built (--build \"Model(...)\"), or in your notebook run check.here(globals())" * (part.status == 'cant')
     part.findings.append(Finding(part.label, 'mistake' if part.status == 'differs' else 'cant', why))
-
-def runs_at(m, T):
-    with contextlib.suppress(Exception), torch.no_grad():
-        logits_of(m.eval(), torch.randint(vocab(m), (2, T)))
-        return True
-    return False
 
 def held(part):
     """What holds of a model whatever its weights."""

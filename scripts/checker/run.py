@@ -119,9 +119,9 @@ def generate(m, idx, n):
             errors.append(e)
     return None, errors[0], True
 
-def runs_on(m, T):
+def runs_at(m, T):
     with contextlib.suppress(Exception), torch.no_grad():
-        return logits_of(m, torch.zeros(1, T, dtype=torch.long)) is not None
+        return logits_of(m.eval(), torch.randint(vocab(m), (2, T))) is not None
 
 def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
@@ -155,7 +155,7 @@ def sampling(m, block, learner):
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:
                 crop = ' (crop idx to the last block_size)' * ('out of range' in str(e) and max(lengths) > block)
-                short = not crop and lengths and not runs_on(m, lengths[-1]) and runs_on(m, block) # (not generate's fault)
+                short = not crop and lengths and not runs_at(m, lengths[-1]) and runs_at(m, block) # (not generate's fault)
                 crop = crop or f" from a prompt of {start}: the model runs on exactly block_size = {block} tokens " \
                     "only, where the lecture's runs on any number up to it" * short
                 return [('mistake', f"generate fails{' past block_size' * (crop[:2] == ' (')}{crop}: {message(e)}")] * \

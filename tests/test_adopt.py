@@ -168,7 +168,7 @@ def test_a_mapping_that_does_not_give_the_learners_logits_is_refused(tmp_path, m
     import adopt
     trained(learners_module(), tmp_path / 'mine.pt', steps=1)
     linear = adopt.Mapping.linear
-    monkeypatch.setattr(adopt.Mapping, 'linear', lambda self, name, layer: linear(self, name, layer) or
+    monkeypatch.setattr(adopt.Mapping, 'linear', lambda self, name, layer, C=None: linear(self, name, layer, C) or
                         self.weights[name + '.weight'].mul_(1.01)) # every Linear 1% off
     r = run_here(SAMPLE, f'--ckpt={tmp_path / "mine.pt"}', f'--code={LEARNER}', '--max_new_tokens=5')
     assert r.returncode == 1 and r.stderr == (f"error: {LEARNER}: with your weights mapped onto gpt.py's, its logits "

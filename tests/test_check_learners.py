@@ -130,7 +130,7 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
      'no residual connection around the attention', 'x = self.attn('),
     ('DecoderBlock', [('x = x + self.attn(self.norm1(x))', 'x = self.norm1(x)\n        x = x + self.attn(x)'),
                       ('x = x + self.mlp(self.norm2(x))', 'x = self.norm2(x)\n        x = x + self.mlp(x)')],
-     'LayerNorm applied to x itself', 'x = self.norm1(x)'),
+     'LayerNorm applied to x itself (x = ln(x)), not to the input of each part (and line 69)', 'x = self.norm1(x)'),
     ('DecoderBlock', [('        x = x + self.attn(self.norm1(x))\n        x = x + self.mlp(self.norm2(x))\n',
                        '        x = x + self.mlp(self.norm2(x))\n        x = x + self.attn(self.norm1(x))\n')],
      'the feed-forward before the attention', 'x = x + self.mlp('),

@@ -194,9 +194,11 @@ def hinted(t, theirs, steps):
 
 def finding(rank, what, steps, new, i, theirs):
     """[(kind, words, at)] for the change chosen at step i."""
-    if rank == 0: # at the (first) line of theirs that makes its step
-        lines = [theirs.where(theirs.find(new.values[n])) for n in what[4] or () if n in new.values]
-        return [(what[2], what[3], min(filter(None, lines), key=lambda at: at[1], default=theirs.where(theirs.sdpa)))]
+    if rank == 0: # at the first line of theirs that makes its steps; the other lines named
+        lines = sorted({theirs.where(theirs.find(new.values[n])) for n in what[4] or () if n in new.values} - {None},
+                       key=lambda at: at[1]) or [theirs.where(theirs.sdpa)]
+        also = ''.join(f" (and {theirs.learner.place(at)})" for at in lines[1:] if at)
+        return [(what[2], what[3] + also, lines[0])]
     if rank == 2: # a step of theirs in between
         (name, event), after = what, list(steps.values)[i]
         if after.startswith('relu') and close(new.values[after], new.values[name]): # (sigmoid: ReLU keeps it)

@@ -118,6 +118,14 @@ def test_each_mistake_is_flagged_in_its_part_and_named_at_its_line(part, changes
     assert sum(line.startswith('matches') for line in lines.values()) == len(lines) - 1
 
 
+def test_a_device_chosen_in_an_if_with_a_print_is_a_setting_of_theirs(tmp_path):
+    """An if/else that sets the device and prints which one is run (quietly), so its device is theirs."""
+    text = edited(("device = 'cuda' if torch.cuda.is_available() else 'cpu'",
+                   "if torch.cuda.is_available():\n    device = 'cuda'\nelse:\n    device = 'cpu'\n    print('on the CPU')"))
+    r, lines = check(tmp_path, text)
+    assert r.returncode == 0 and 'never sets' not in r.stdout and 'on the CPU' not in r.stdout, r.stdout
+
+
 def test_a_mistake_in_a_head_is_named_in_the_head_not_in_the_model_that_holds_it(tmp_path):
     """Without the mask the model's future talks to its past, but the cause is the Head: the model is checked
     with its Head computed as the lecture's, and matches; the count agrees with the lines."""

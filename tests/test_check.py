@@ -126,6 +126,16 @@ def test_a_device_chosen_in_an_if_with_a_print_is_a_setting_of_theirs(tmp_path):
     assert r.returncode == 0 and 'never sets' not in r.stdout and 'on the CPU' not in r.stdout, r.stdout
 
 
+def test_a_block_whose_feed_forward_is_a_missing_package_is_a_block(tmp_path):
+    """The Block's feed-forward from a package not installed here: it can't be checked, it says how to check it,
+    and the model holding Blocks with norms is not said to be at stage 3 (multi-head attention)."""
+    r, lines = check(tmp_path, edited(('import torch\n', 'import torch\nimport moe_layers\n'),
+                                      ('self.ffwd = FeedFoward(n_embd)', 'self.ffwd = moe_layers.MoE(n_embd)')))
+    assert r.returncode == 2 and lines['Block'] == "can't be checked: your Block calls moe_layers.MoE: pip install " \
+        "moe_layers (or put your module moe_layers beside the file) to check it", r.stdout
+    assert r.stdout.endswith('\n2 of 4 parts match gpt.py; look at Block, BigramLanguageModel\n'), r.stdout
+
+
 def test_a_mistake_in_a_head_is_named_in_the_head_not_in_the_model_that_holds_it(tmp_path):
     """Without the mask the model's future talks to its past, but the cause is the Head: the model is checked
     with its Head computed as the lecture's, and matches; the count agrees with the lines."""

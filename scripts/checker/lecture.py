@@ -226,7 +226,8 @@ CATALOGUE = {
          ('ln1',)),
         ('norm', 'stream', 'mistake', 'LayerNorm applied to x itself (x = ln(x)), not to the input of each part',
          ('ln1', 'ln2')),
-        ('norm', 'branch', 'mistake', "LayerNorm on each part's output (x + ln(sa(x))), not on its input", ('ln1', 'ln2')),
+        ('norm', 'branch', 'mistake', "LayerNorm on each part's output (x + ln(sa(x))), not on its input",
+         ('ln1', 'ln2')),
         ('norm', 'same', 'mistake', 'one LayerNorm before both parts, not ln1 and ln2', ('ln2',)),
         ('swap', True, 'mistake', 'the feed-forward before the attention', ('ffwd',))],
     'the model': [('positions', 'tokens', 'mistake', 'the position table looked up with idx, not torch.arange(T)',
@@ -358,7 +359,7 @@ def find_role(m, ctx):
     if 'Block' in kids or 'blocks' in kids:
         return 'blocks'
     if set(kids) & set(ATTENTIONS): # its heads, whatever they compute
-        return 'Block' if 'FeedForward' in kids else 'MultiHeadAttention'
+        return 'Block' if {'FeedForward', 'LayerNorm'} & set(kids) else 'MultiHeadAttention' # (its norms: a Block)
     named = {LAYER.get(norm(n)) for n, _ in layers(m, nn.Linear)} >= {'key', 'query'}
     mixes, name = named or mixes_tokens(m, ctx), type(m).__name__.lower()
     if mixes is None and 'FeedForward' in kids: # it can't run, and holds a feed-forward: a Block

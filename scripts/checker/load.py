@@ -21,7 +21,8 @@ class Missing(Exception):
 def message(e):
     """The exception in one line, where the learner's code raised it."""
     if isinstance(e, Missing):
-        return f"calls {e.args[0]}: pip install {e.args[0].split('.')[0]} to check it"
+        top = e.args[0].split('.')[0]
+        return f"calls {e.args[0]}: pip install {top} (or put your module {top} beside the file) to check it"
     frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(OURS)]
     at = f"{os.path.basename(frames[-1].filename)}, line {frames[-1].lineno}: " if frames else ''
     return (at + f"{type(e).__name__}: " + ' '.join(str(e).split())).rstrip(': ')

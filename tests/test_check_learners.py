@@ -165,9 +165,12 @@ NANOGPT = [ # the same, in nanoGPT's layout: its fused attention, its own LayerN
 
 
 BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written out
-    ('GPT', [('self.tril[:T, :T] == 0', 'self.tril == 0')], # (the whole mask: T must be block_size)
+    ('BatchedAttention', [('self.tril[:T, :T] == 0', 'self.tril == 0')], # (the whole mask: T must be block_size)
+     "it runs on block_size = 32 tokens only, and generate needs fewer (cut the mask to T, tril[:T, :T]); on 31, "
+     "mine.py, line 35: RuntimeError", None),
+    ('GPT', [('torch.arange(T)', 'torch.arange(block_size)')], # (the model's, where its attention is right)
      "generate fails from a prompt of 1: the model runs on exactly block_size = 32 tokens only, where the lecture's "
-     "runs on any number up to it: mine.py, line 37: RuntimeError", None),
+     "runs on any number up to it: mine.py, line 75: RuntimeError", None),
     ('GPT', [('logits, _ = self(idx[:, -block_size:])', 'logits, _, _ = self(idx[:, -block_size:])')], # (its own)
      "generate fails: mine.py, line 83: ValueError: not enough values to unpack (expected 3, got 2)", None),
     ('BatchedAttention', [('att = F.softmax(att, dim=-1)', 'att = F.softmax(att, dim=-2)')],

@@ -302,6 +302,16 @@ def nothing(steps, i, theirs):
 DROPPED = {'Head': ('softmax', 'masked after'), 'fused attention': ('softmax', 'masked after', 'proj'),
            'MultiHeadAttention': ('proj',), 'FeedForward': ('linear 2', 'linear 3')} # where the lecture drops out
 
+def shorter(m, x, rest, kwargs, learner):
+    """[a mistake] where an attention checked at block_size (its model's only length) fails on fewer tokens."""
+    try:
+        with torch.no_grad():
+            m.eval()(x[:, :-1], *rest, **kwargs)
+        return []
+    except Exception as e:
+        return [('mistake', f"it runs on block_size = {x.shape[1]} tokens only, and generate needs fewer (cut the mask "
+                 f"to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}", None)] * learner.raised(e)
+
 def check_part(label, m, kind, ctx, context, learner):
     """(status, [(kind, words, at)], stage, fix(instance): the lecture's part on its layers, or None)."""
     (x, *rest), kwargs = ctx.example(m)
@@ -334,6 +344,7 @@ def check_part(label, m, kind, ctx, context, learner):
     (found, ok, steps), lay = max(walks, key=lambda w: (w[0][1], -sum(f[0] == 'mistake' for f in w[0][0]))) \
         if walks else (([], True, None), layouts[0])
     stage = stage_of(m, kind, lay, ctx)
+    said += shorter(m, x, rest, kwargs, learner) if kind in ATTENTIONS and ctx.T is None else []
     said += explain.heads_width(lay, x) if kind == 'MultiHeadAttention' else explain.repeated(
         [b for b in lay['body'] if b not in lay['extra']]) if kind == 'the model' else explain.shared_norm(
         events, ctx) if kind == 'Block' else []

@@ -136,6 +136,12 @@ def test_a_block_whose_feed_forward_is_a_missing_package_is_a_block(tmp_path):
     assert r.stdout.endswith('\n2 of 4 parts match gpt.py; look at Block, BigramLanguageModel\n'), r.stdout
 
 
+def test_generate_that_names_multinomials_input_matches(tmp_path):
+    r, lines = check(tmp_path, edited(('torch.multinomial(probs, num_samples=1)',
+                                       'torch.multinomial(input=probs, num_samples=1)')))
+    assert r.returncode == 0 and 'generate crops to block_size and runs past it' in lines['BigramLanguageModel'], r.stdout
+
+
 def test_a_mistake_in_a_head_is_named_in_the_head_not_in_the_model_that_holds_it(tmp_path):
     """Without the mask the model's future talks to its past, but the cause is the Head: the model is checked
     with its Head computed as the lecture's, and matches; the count agrees with the lines."""

@@ -134,7 +134,8 @@ def sampling(m, block, learner):
         fed.append(forward(*args, **kwargs))
         return fed[-1]
     m.forward = watched
-    torch.multinomial = lambda p, *a, **k: probs.append((p, learner.line())) or multinomial(p, *a, **k)
+    torch.multinomial = lambda *a, **k: probs.append(((a or [k.get('input')])[0], learner.line())) or multinomial(
+        *a, **k) # (input=probs too)
     cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens)
     def appended(ts, *a, **k):
         if len(ts) == 2 and all(isinstance(t, torch.Tensor) and t.dim() == 2 and not t.is_floating_point() for t in ts):

@@ -142,6 +142,13 @@ def test_generate_that_names_multinomials_input_matches(tmp_path):
     assert r.returncode == 0 and 'generate crops to block_size and runs past it' in lines['BigramLanguageModel'], r.stdout
 
 
+def test_generate_that_takes_an_argument_more_is_no_mistake(tmp_path):
+    """generate(idx, max_new_tokens, params), which the checker can't call as the lecture's: the rest is checked."""
+    r, lines = check(tmp_path, edited(('def generate(self, idx, max_new_tokens):',
+                                       'def generate(self, idx, max_new_tokens, params):')))
+    assert r.returncode == 0 and lines['BigramLanguageModel'].startswith('matches; the past never hears'), r.stdout
+
+
 def test_a_mistake_in_a_head_is_named_in_the_head_not_in_the_model_that_holds_it(tmp_path):
     """Without the mask the model's future talks to its past, but the cause is the Head: the model is checked
     with its Head computed as the lecture's, and matches; the count agrees with the lines."""

@@ -156,7 +156,7 @@ def sampling(m, block, learner):
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:
                 crop = ' (crop idx to the last block_size)' * ('out of range' in str(e) and max(lengths) > block)
-                short = not crop and lengths and not runs_at(m, lengths[-1]) and runs_at(m, block) # (not generate's fault)
+                short = not crop and bool(lengths) and not runs_at(m, lengths[-1]) and runs_at(m, block) # (the model's)
                 crop = crop or f" from a prompt of {start}: the model runs on exactly block_size = {block} tokens " \
                     "only, where the lecture's runs on any number up to it" * short
                 return [('mistake', f"generate fails{' past block_size' * (crop[:2] == ' (')}{crop}: {message(e)}")] * \

@@ -14,7 +14,7 @@ from checker.compare import Finding, check_part
 from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
                              vocab)
 from checker.load import CantCheck, StandIn, message
-from checker.run import capture, invariants, logits_of, runs_at
+from checker.run import capture, invariants, runs_at
 
 NOISE = 0.05 # added to every weight before comparing: no two layers alike (two LayerNorms are, at init)
 ORDER = ['LayerNorm', *ATTENTIONS, 'FeedForward', 'Block', 'the model'] # the parts, in the report's order

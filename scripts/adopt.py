@@ -69,7 +69,8 @@ class Mapping:
         self.weights[name] = tensor.detach().float().clone()
 
     def linear(self, name, layer, C=None):
-        """A Linear's weight and bias; of another module that computes W x + b (a Linear, then dropout), probed."""
+        """A Linear's weight and bias; of another module that computes W x + b (a Linear, then dropout),
+        probed."""
         weight, bias = (layer.weight, layer.bias) if isinstance(layer, nn.Linear) else probe(layer, C)
         self.put(name + '.weight', weight)
         self.put(name + '.bias', bias if bias is not None else torch.zeros(len(weight)))

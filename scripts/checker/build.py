@@ -236,8 +236,10 @@ class Builder:
                 alone[cls] = m if works or not isinstance(alone.get(cls), nn.Module) else alone[cls]
                 if works:
                     break
-            if isinstance(alone[cls], Unbuilt) and len(raised) == 3 and len(set(raised)) == 1 and not alone[cls].guard:
-                alone[cls].theirs = True # whatever the sizes, the same error: their code's
+            # whatever the sizes, the same error: their code's
+            same = len(raised) == 3 and len(set(raised)) == 1
+            if isinstance(alone[cls], Unbuilt) and same and not alone[cls].guard:
+                alone[cls].theirs = True
         for m in sorted([m for m in alone.values() if isinstance(m, nn.Module)], key=lambda m: len(safe_modules(m))):
             alone.update({type(s): s for s in safe_modules(m)[1:] if type(s) in alone}) # the larger holds it
         named = {type(s).__name__: s for m, _ in self.models for s in safe_modules(m)}
@@ -246,7 +248,8 @@ class Builder:
 
 class Unbuilt(str):
     """Why a class can't be built; by: the class whose own code raised; theirs: whether their own build raised
-    it too (else the checker's guess may be what fails); guard: whether a check of theirs raised it (a guess may)."""
+    it too (else the checker's guess may be what fails); guard: whether a check of theirs raised it (a guess
+    may fail it)."""
     by, theirs, guard = None, False, False
 
 def unbuilt(cls, kwargs, e, classes, failed):
@@ -256,8 +259,8 @@ def unbuilt(cls, kwargs, e, classes, failed):
                    if (f.filename, f.lineno) in code_lines(c)), None)
     why.theirs = message(e) in failed
     last = traceback.extract_tb(e.__traceback__)[-1]
-    why.guard = isinstance(e, (ValueError, AssertionError)) and any((last.filename, last.lineno) in code_lines(c)
-                                                                  for c in classes)
+    theirs = any((last.filename, last.lineno) in code_lines(c) for c in classes)
+    why.guard = theirs and isinstance(e, (ValueError, AssertionError))
     return why
 
 def runs_alone(m, settings):

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import torch
 
 from checker import explain
-from checker.lecture import (ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP, STRUCTURE,
-                             Steps, layers, out_of, places, stage_of, width)
+from checker.lecture import (ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP,
+                             STRUCTURE, Steps, layers, out_of, places, stage_of, width)
 from checker.load import Missing, message
 from checker.run import Trace, call, tensors
 
@@ -195,8 +195,8 @@ def hinted(t, theirs, steps):
 def finding(rank, what, steps, new, i, theirs):
     """[(kind, words, at)] for the change chosen at step i."""
     if rank == 0: # at the first line of theirs that makes its steps; the other lines named
-        lines = sorted({theirs.where(theirs.find(new.values[n])) for n in what[4] or () if n in new.values} - {None},
-                       key=lambda at: at[1]) or [theirs.where(theirs.sdpa)]
+        made = {theirs.where(theirs.find(new.values[n])) for n in what[4] or () if n in new.values} - {None}
+        lines = sorted(made, key=lambda at: at[1]) or [theirs.where(theirs.sdpa)]
         also = ''.join(f" (and {theirs.learner.place(at)})" for at in lines[1:] if at)
         return [(what[2], what[3] + also, lines[0])]
     if rank == 2: # a step of theirs in between
@@ -248,7 +248,8 @@ def activation(name, value, steps, event, theirs):
     x, y = steps.before[name].reshape(-1).double(), value.reshape(-1).double()
     fit = torch.linalg.lstsq(torch.stack([x, torch.ones_like(x)], 1), y[:, None]).solution
     if (y - fit[0] * x - fit[1]).abs().max() <= TOL * max(y.abs().max().item(), 1e-6):
-        return 'mistake', f"{MISSING['relu']}: `{theirs.source(event)}` is linear in the first Linear's output"
+        linear = f"`{theirs.source(event)}` is linear in the first Linear's output"
+        return 'mistake', f"{MISSING['relu']}: {linear}"
     ordered = y[x.argsort()]
     if (ordered.diff().abs().mean() > 0.05 * y.std()).item(): # not one function of each number alone
         return 'mistake', described(name, value, steps, event, theirs)
@@ -274,9 +275,11 @@ def never_used(name, e):
 def doubled(i, theirs):
     """(the event, the layer's name) where the layer that made event i's result is applied again to it."""
     t = theirs.events[i].outs[0]
-    layer = next((w.module for w in theirs.events if w.module is not None and any(o is t for o in w.outs)), None)
-    k = next((k for k, w in enumerate(theirs.events) if layer is not None and w.module is layer and
-              any(a is t for a in tensors(w.args))), None)
+    made = [w.module for w in theirs.events if w.module is not None and any(o is t for o in w.outs)]
+    layer = made[0] if made else None
+    again = [k for k, w in enumerate(theirs.events) if layer is not None and w.module is layer and
+             any(a is t for a in tensors(w.args))]
+    k = again[0] if again else None
     name = next((f'`{n}`' for n, c in theirs.m.named_modules() if c is layer), 'a layer')
     return (k, name) if k is not None else None
 
@@ -303,14 +306,16 @@ DROPPED = {'Head': ('softmax', 'masked after'), 'fused attention': ('softmax', '
            'MultiHeadAttention': ('proj',), 'FeedForward': ('linear 2', 'linear 3')} # where the lecture drops out
 
 def shorter(m, x, rest, kwargs, learner):
-    """[a mistake] where an attention checked at block_size (its model's only length) fails on fewer tokens."""
+    """[a mistake] where an attention checked at block_size (its model's only length) fails on fewer
+    tokens."""
     try:
         with torch.no_grad():
             m.eval()(x[:, :-1], *rest, **kwargs)
         return []
     except Exception as e:
-        return [('mistake', f"it runs on block_size = {x.shape[1]} tokens only, and generate needs fewer (cut the mask "
-                 f"to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}", None)] * learner.raised(e)
+        words = (f"it runs on block_size = {x.shape[1]} tokens only, and generate needs fewer "
+                 f"(cut the mask to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}")
+        return [('mistake', words, None)] * learner.raised(e)
 
 def check_part(label, m, kind, ctx, context, learner):
     """(status, [(kind, words, at)], stage, fix(instance): the lecture's part on its layers, or None)."""
@@ -395,16 +400,16 @@ def dropouts(kind, steps, theirs, events, m, stage):
     return found + [('variant', 'F.scaled_dot_product_attention: the affinities, their scale, the mask, the softmax '
                                 'and wei @ v in one call', e.at) for e in events if e.name == SDPA and e.at in mine][:1]
 
-BIASED = {'MultiHeadAttention': 'proj no bias', 'fused attention': 'proj no bias', 'FeedForward': 'ffwd no bias',
-          'the model': 'lm_head no bias'}
+BIASED = {'MultiHeadAttention': 'proj no bias', 'fused attention': 'proj no bias',
+          'FeedForward': 'ffwd no bias', 'the model': 'lm_head no bias'}
 
 def structure(kind, m, lay, stage, context, ctx, shown, steps):
     """[(STRUCTURE's key, at)]: what a part's layers say, for its context's stage."""
     made = lambda layer: layer.__dict__.get('_made_at') if layer is not None else None
     attention = kind in ('MultiHeadAttention', 'fused attention')
     found = [('no proj', shown('cat') or shown('merged'))] * (attention and lay['proj'] is None and context >= 5)
-    unbiased = [layer for layer in (lay.get('linears') or [lay.get('proj' if attention else 'head')])
-                if isinstance(layer, torch.nn.Linear) and layer.bias is None] # (where the lecture's have a bias)
+    own = lay.get('linears') or [lay.get('proj' if attention else 'head')] # (where the lecture's have a bias)
+    unbiased = [layer for layer in own if isinstance(layer, torch.nn.Linear) and layer.bias is None]
     found += [(BIASED[kind], made(unbiased[0]))] if kind in BIASED and unbiased else []
     if kind == 'FeedForward':
         first = lay['linears'][0]

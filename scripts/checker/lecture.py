@@ -359,7 +359,8 @@ def find_role(m, ctx):
     if 'Block' in kids or 'blocks' in kids:
         return 'blocks'
     if set(kids) & set(ATTENTIONS): # its heads, whatever they compute
-        return 'Block' if {'FeedForward', 'LayerNorm'} & set(kids) else 'MultiHeadAttention' # (its norms: a Block)
+        block = {'FeedForward', 'LayerNorm'} & set(kids) # (with norms of its own: a Block)
+        return 'Block' if block else 'MultiHeadAttention'
     named = {LAYER.get(norm(n)) for n, _ in layers(m, nn.Linear)} >= {'key', 'query'}
     mixes, name = named or mixes_tokens(m, ctx), type(m).__name__.lower()
     if mixes is None and 'FeedForward' in kids: # it can't run, and holds a feed-forward: a Block

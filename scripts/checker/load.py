@@ -169,7 +169,8 @@ def resolve(func, names):
 def is_setting(node, names):
     """name = numbers, arithmetic, a device, a config, argparse's defaults: nothing that reads data or trains."""
     if isinstance(node, ast.If): # (a print beside the settings, as in a choice of device: run, quietly)
-        printed = lambda n: isinstance(n, ast.Expr) and resolve(getattr(n.value, 'func', None), names) is print
+        printed = lambda n: isinstance(n, ast.Expr) and \
+            resolve(getattr(n.value, 'func', None), names) is print
         return all(is_setting(n, names) or printed(n) for n in node.body + node.orelse) and \
             is_setting(ast.Expr(node.test), names)
     if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) or node.value is None:

@@ -41,8 +41,9 @@ no_forward = lambda m: type(m).forward is nn.Module.forward and type(m).__call__
 lines_of = lambda cls: {at for at in code_lines(cls) if at[1] is not None}
 
 def versions(built, builder):
-    """{class: instance}, with the earlier versions of a class a notebook defines again (each stage of the lecture
-    as BigramLanguageModel) that a language model of theirs holds, before the latest; unless the same code."""
+    """{class: instance}, with the earlier versions of a class a notebook defines again (each stage of
+    the lecture as BigramLanguageModel) that a language model of theirs holds, before the latest; unless
+    the same code."""
     learner, names, taken = builder.learner, {c.__name__ for c in built}, {id(m) for m in built.values()}
     text = lambda cls: [learner.source(at) for at in sorted(lines_of(cls))]
     models = [m for m, _ in builder.models if any(isinstance(s, nn.Embedding) for s in safe_modules(m))]

@@ -123,6 +123,15 @@ def runs_at(m, T):
     with contextlib.suppress(Exception), torch.no_grad():
         return logits_of(m.eval(), torch.randint(vocab(m), (2, T))) is not None
 
+def failed(m, e, lengths, start, block):
+    """Where generate failed: past block_size (idx not cropped), or on fewer tokens than the model runs on."""
+    if 'out of range' in str(e) and max(lengths) > block:
+        return ' past block_size (crop idx to the last block_size)'
+    if lengths and not runs_at(m, lengths[-1]) and runs_at(m, block): # (the model's fault, not generate's)
+        return (f" from a prompt of {start}: the model runs on exactly block_size = {block} tokens only, "
+                "where the lecture's runs on any number up to it")
+    return ''
+
 def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
     and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
@@ -134,8 +143,10 @@ def sampling(m, block, learner):
         fed.append(forward(*args, **kwargs))
         return fed[-1]
     m.forward = watched
-    torch.multinomial = lambda *a, **k: probs.append(((a or [k.get('input')])[0], learner.line())) or multinomial(
-        *a, **k) # (input=probs too)
+    def sampled(*args, **kwargs): # (multinomial(probs, 1) or multinomial(input=probs, num_samples=1))
+        probs.append(((args or [kwargs.get('input')])[0], learner.line()))
+        return multinomial(*args, **kwargs)
+    torch.multinomial = sampled
     cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens)
     def appended(ts, *a, **k):
         if len(ts) == 2 and all(isinstance(t, torch.Tensor) and t.dim() == 2 and not t.is_floating_point() for t in ts):
@@ -155,11 +166,7 @@ def sampling(m, block, learner):
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:
-                crop = ' (crop idx to the last block_size)' * ('out of range' in str(e) and max(lengths) > block)
-                short = not crop and bool(lengths) and not runs_at(m, lengths[-1]) and runs_at(m, block) # (the model's)
-                crop = crop or f" from a prompt of {start}: the model runs on exactly block_size = {block} tokens " \
-                    "only, where the lecture's runs on any number up to it" * short
-                return [('mistake', f"generate fails{' past block_size' * (crop[:2] == ' (')}{crop}: {message(e)}")] * \
+                return [('mistake', f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}")] * \
                     learner.raised(e)
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
             wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much

@@ -371,3 +371,23 @@ def test_a_part_that_cannot_be_built_does_not_hide_the_mistake_of_the_part_that_
                                                                       f"mine.py, {cited(text, 'super.__init__')}")
     assert found['Block'] == f"differs: {cited(text, '        def forward')}: `def forward` is inside __init__ " \
                              "(indented one level too far), so it has no forward", r.stdout
+
+
+def test_blocks_a_model_holds_but_never_applies_are_named_and_checked_as_it_built_them(tmp_path):
+    """The model skips its Blocks, and their heads (5 wide each, the width read from a global) can't feed
+    `out`: the heads' width is named where they are made, the crash as a mistake of the part its model holds
+    (not a guess of the checker's), and the Blocks never applied as the model's mistake, where they are made."""
+    text = open(RENAMED, encoding='utf-8').read()
+    for old, new in [('(d_model, head_dim, bias=False)', '(d_model, d_model // 6, bias=False)'),
+                     ('self.head(self.final_norm(self.layers(h)))', 'self.head(self.final_norm(h))')]:
+        text = text.replace(old, new)
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 1 and found['SelfAttentionHead'] == 'matches', r.stdout
+    assert found['Attention'].startswith(
+        f"differs: {cited(text, 'self.heads = ')}: its 4 heads together are 20 wide, not n_embd = 32: each is "
+        "n_embd // n_head = 8 wide; and your model holds it but never runs it; run, it raised on "), r.stdout
+    assert found['CharGPT'].startswith(f"differs: {cited(text, 'self.layers = ')}: its forward never applies "
+                                       "`layers`: the lecture applies the Blocks between the embeddings and lm_head")
+    assert 'no model of yours holds it' not in r.stdout and '`layers` is defined but never used' not in r.stdout

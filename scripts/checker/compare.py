@@ -126,11 +126,19 @@ def walk(kind, lay, x, theirs):
         chosen = best(kind, steps, max(i, 0), o, swaps, theirs, run)
         if chosen is None:
             at = theirs.where(next(iter(replacements(steps, i, theirs)), (None,))[0]) if steps else None
-            words = nothing(steps, i, theirs) if steps else "the lecture's computation can't run on its layers"
+            words = nothing(steps, i, theirs) if steps else cant_run(compute, lay, x, o)
             return said + [sliced(lay, x, theirs) or ('mistake', words, at)], False, steps
         (rank, what, o, swaps), new = chosen
         said += finding(rank, what, steps, new, i, theirs)
     return said, False, steps
+
+def cant_run(compute, lay, x, o):
+    """Words for their layers the lecture's steps can't run on, and where they raise."""
+    try:
+        compute(lay, x, o, Steps())
+    except Exception as e:
+        return f"the lecture's computation can't run on its layers: {message(e)}"
+    return "the lecture's computation can't run on its layers"
 
 def sliced(lay, x, theirs):
     """A head that gets some of x's channels, where the lecture's each read all of x: (kind, words, at)."""
@@ -332,11 +340,15 @@ def check_part(label, m, kind, ctx, context, learner):
         if isinstance(e, Missing) or not learner.raised(e):
             who = f"your {label}" if isinstance(e, Missing) else 'running it, the checker failed:'
             return 'cant', [('cant', f"can't be checked: {who} {message(e)}", None)], 7, None
-        if id(m) not in ctx.inputs: # built alone with guessed sizes: the guess may be what failed
+        if id(m) not in ctx.inputs and id(m) not in ctx.held: # built alone: the guess may be what failed
             return 'cant', [('cant', f"can't be checked alone: no model of yours holds it, and built as the "
                              f"checker guessed, it raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
-        return 'differs', explain.not_a_layer(m, e, learner) or [
-            ('mistake', f"raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
+        unrun = '' if id(m) in ctx.inputs else 'your model holds it but never runs it; run, it '
+        widths = [] # (heads too narrow for proj: why it raises)
+        with contextlib.suppress(Exception):
+            widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
+        return 'differs', widths + (explain.not_a_layer(m, e, learner) or [
+            ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, None
     events = t.events
     said = explain.registered(m, events) + explain.eval_mode(m, [x, *rest], kwargs, learner)
     try:
@@ -358,8 +370,14 @@ def check_part(label, m, kind, ctx, context, learner):
                                                                  steps)]
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
     said += dropouts(kind, steps, theirs, events, m, context) if ok and steps is not None else []
+    never = explain.unused(m, [x, *rest], kwargs, ctx)
+    skipped = [(n, c) for n, c in m.named_children() if f'`{n}`' in never and any(
+        ctx.role_of(s) == 'Block' for s in c.modules())] if kind == 'the model' and steps is None else []
+    said += [('mistake', f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings "
+              "and lm_head", c.__dict__.get('_made_at')) for n, c in skipped] # (the walk can't say it: see above)
+    never = [n for n in never if n not in [f'`{n}`' for n, _ in skipped]]
     said += [('note', f"your {', '.join(never)} {'is' if len(never) == 1 else 'are'} defined but never used", None)
-             for never in [explain.unused(m, [x, *rest], kwargs, ctx)] if never]
+             ] if never else []
     if not any(f[0] == 'mistake' for f in said):
         return 'ok', said, stage, None
     if not isinstance(raw, torch.Tensor) or kind == 'the model':

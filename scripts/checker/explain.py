@@ -57,8 +57,9 @@ def registered(m, events):
 
 def heads_width(lay, x):
     """Multi-head attention: n_head heads of n_embd // n_head, together as wide as x."""
-    n, C = len(lay['heads']), x.shape[-1]
-    wide = sum(getattr(getattr(h, 'value', None), 'out_features', 0) for h in lay['heads'])
+    n, C, wide = len(lay['heads']), x.shape[-1], 0
+    with contextlib.suppress(Exception), torch.no_grad(): # (a head that needs more than x: not measured)
+        wide = sum(out_of(h(x)).shape[-1] for h in lay['heads'])
     return [('mistake', f"its {n} heads together are {wide} wide, not n_embd = {C}: each is n_embd // "
              f"n_head = {C // n} wide", lay['heads'][0].__dict__.get('_made_at'))] if (
         wide and n > 1 and wide // n != C // n) else [] # (n_embd 256 in 6 heads: 6 of 42, as the lecture's code)

@@ -271,7 +271,7 @@ class Context:
     places the tokens (RoPE, ALiBi); the batch and the context length they are checked at."""
     def __init__(self, settings):
         self.settings, self.memo, self.inputs, self.parts, self.positions = settings, {}, {}, set(), False
-        self.B, self.T = 2, None
+        self.B, self.T, self.held = 2, None, set() # held: the modules inside a model
     def role_of(self, m):
         if id(m) not in self.memo:
             self.memo[id(m)] = None # (a module inside itself; one the checker can't make sense of)

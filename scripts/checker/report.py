@@ -108,6 +108,7 @@ def report(learner, builder, classes, settings):
     ctx.T = min((context_length(m, settings) for m in roots if ctx.role_of(m) == 'the model'), default=None)
     if any(ctx.role_of(m) == 'the model' and not runs_at(m, ctx.T) for m in roots):
         ctx.T = None # (a model that works at its block_size only: checked there)
+    ctx.held = {id(s) for m in roots if ctx.role_of(m) == 'the model' for s in safe_modules(m)[1:]}
     for m in roots:
         torch.manual_seed(0)
         capture(m, ctx) # what each module inside gets, as the model's code runs it

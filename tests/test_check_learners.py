@@ -391,3 +391,18 @@ def test_blocks_a_model_holds_but_never_applies_are_named_and_checked_as_it_buil
     assert found['CharGPT'].startswith(f"differs: {cited(text, 'self.layers = ')}: its forward never applies "
                                        "`layers`: the lecture applies the Blocks between the embeddings and lm_head")
     assert 'no model of yours holds it' not in r.stdout and '`layers` is defined but never used' not in r.stdout
+
+
+def test_arguments_passed_in_each_others_places_are_named_at_the_call(tmp_path):
+    """DecoderBlock builds Attention(head_dims, n_heads) where Attention takes (n_heads, head_dim): 8 heads of 4,
+    not 4 of 8, as wide together, so everything runs; the call is named, the parts it builds still match."""
+    text = open(RENAMED, encoding='utf-8').read().replace(
+        'self.attn = Attention(n_heads, d_model // n_heads)',
+        'head_dims = d_model // n_heads\n        self.attn = Attention(head_dims, n_heads)')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 1 and found['DecoderBlock'] == f"differs: {cited(text, 'self.attn = ')}: `self.attn = " \
+        "Attention(head_dims, n_heads)` passes head_dims as n_heads and n_heads as head_dim: Attention takes " \
+        "(n_heads, head_dim)", r.stdout
+    assert found['Attention'] == 'matches' and found['MLP'] == 'matches', r.stdout

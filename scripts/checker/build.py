@@ -16,7 +16,8 @@ def meaning(name):
     """The setting a name means: by the table, else by its end (tgt_vocab_size, model_n_embd)."""
     name = norm(name)
     return MEANING.get(name) or next((MEANING[k] for k in sorted(MEANING, key=len, reverse=True)
-                                      if len(k) >= 5 and name.endswith(k)), None)
+                                      if len(k) >= 5 and name.endswith(k)), None) or (
+        meaning(name[:-1]) if name.endswith('s') else None) # (head_dims)
 
 fits = lambda meant, value: PLAUSIBLE.get(meant, PLAUSIBLE['size'])(value)
 

@@ -350,7 +350,8 @@ def check_part(label, m, kind, ctx, context, learner):
         return 'differs', widths + (explain.not_a_layer(m, e, learner) or [
             ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, None
     events = t.events
-    said = explain.registered(m, events) + explain.eval_mode(m, [x, *rest], kwargs, learner)
+    said = explain.swapped(m, learner) + explain.registered(m, events) + explain.eval_mode(m, [x, *rest], kwargs,
+                                                                                           learner)
     try:
         layouts = LAYOUTS[kind](m, ctx)
     except LookupError as e:

@@ -1,12 +1,12 @@
 """
 Step 5, explaining: what a part does that no output shows, measured as it runs: (kind, words, at).
 """
-import contextlib
-import re
+import ast, contextlib, inspect, linecache, re, textwrap
 
 import torch
 import torch.nn as nn
 
+from checker import build
 from checker.build import code_lines, safe_modules
 from checker.lecture import out_of
 from checker.load import message
@@ -37,6 +37,38 @@ def not_a_layer(m, e, learner):
             return [('mistake', f"`{learner.source(at)}` makes a {type(value).__name__}, not a layer: "
                                 f"{message(e)}", at)]
     return []
+
+def swapped(m, learner):
+    """A call in m's __init__ of a class of theirs whose arguments cross its parameters, as
+    MultiHeadAttention(num_heads, head_size) for (head_size, num_heads): named at the call's line."""
+    code = getattr(type(m).__init__, '__code__', None)
+    if code is None or code.co_filename not in learner.files:
+        return []
+    lines = learner.texts.get(code.co_filename) or linecache.getlines(code.co_filename)
+    last = max(line for *_, line in code.co_lines() if line)
+    with contextlib.suppress(SyntaxError):
+        tree = ast.parse(textwrap.dedent('\n'.join(l.rstrip('\n') for l in lines[code.co_firstlineno - 1:last])))
+        for call in [c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]:
+            cls = learner.names.get(call.func.id)
+            if not (isinstance(cls, type) and issubclass(cls, nn.Module) and cls.__module__ in learner.own):
+                continue
+            params = [p for p in inspect.signature(cls).parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
+            given = [(a, p.name) for a, p in zip(call.args, params)] + [(k.value, k.arg) for k in call.keywords]
+            meant = [(build.meaning(named(a)), build.meaning(p), named(a), p) for a, p in given]
+            crossed = [(name, p) for a, b, name, p in meant if a and b and a != b and (b, a) in
+                       [(x, y) for x, y, *_ in meant]]
+            if crossed:
+                at = (code.co_filename, code.co_firstlineno + call.lineno - 1)
+                return [('mistake', f"`{learner.source(at)}` passes " + ' and '.join(
+                    f"{name} as {p}" for name, p in crossed) + f": {cls.__name__} takes ("
+                    f"{', '.join(p.name for p in params)})", at)]
+    return []
+
+def named(node):
+    """The name an argument is written with: n_head, self.n_head, config.n_head, config['n_head']."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+        node.slice.value if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+        isinstance(node.slice.value, str) else ''
 
 def registered(m, events):
     """A module m runs but doesn't register (a plain list, made in forward): it never trains."""

@@ -54,7 +54,8 @@ def checked(path, build=None):
     finally: # the learner's modules and the stand-ins go: another check in this process starts afresh
         torch.set_default_dtype(dtype)
         for name in [n for n in set(sys.modules) - before if n == 'learner' or isinstance(sys.modules[n], StandInModule)
-                     or isinstance(getattr(sys.modules[n], '__loader__', None), Siblings)]:
+                     or isinstance(getattr(sys.modules[n], '__loader__', None), Siblings) or
+                     getattr(sys.modules[n], '__name__', n) != n]: # (a misspelt name that stood for the module)
             del sys.modules[name]
 
 def main(argv):

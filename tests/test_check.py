@@ -215,8 +215,8 @@ def test_a_notebook_is_its_code_cells_in_order_and_the_last_definition_counts(tm
     ('mine.py', 'import no_such_module\nclass Config:\n    n_embd = 3\n', "none of the lecture's parts"),
     ('mine.py', 'import torch\nclass Head(torch.nn.Module):\n    size = 1 / 0\n',
      'mine.py, line 3: running it raised ZeroDivisionError: division by zero'),
-    ('mine.py', 'import torch\nimport torch.nn.Functional as F\n', # (a module of PyTorch's misspelt: no stand-in)
-     "mine.py, line 2: running it raised ModuleNotFoundError: No module named 'torch.nn.Functional'"),
+    ('mine.py', 'import torch\nimport torch.nn.blocks as B\n', # (no module of PyTorch's, nor one like it: no stand-in)
+     "mine.py, line 2: running it raised ModuleNotFoundError: No module named 'torch.nn.blocks'"),
 ])
 def test_a_file_it_cannot_check_is_one_line(name, text, said, tmp_path):
     if text is not None:

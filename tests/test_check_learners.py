@@ -406,3 +406,38 @@ def test_arguments_passed_in_each_others_places_are_named_at_the_call(tmp_path):
         "Attention(head_dims, n_heads)` passes head_dims as n_heads and n_heads as head_dim: Attention takes " \
         "(n_heads, head_dim)", r.stdout
     assert found['Attention'] == 'matches' and found['MLP'] == 'matches', r.stdout
+
+
+def test_a_misspelt_or_forgotten_import_is_named_and_the_file_checked_with_the_module_it_means(tmp_path):
+    """torch.nn.Functional for torch.nn.functional, and nn used but never imported (or, in a script, imported
+    after it is used): each a mistake at its line (exit 1), the file checked with the module meant, its parts
+    matching. In a notebook a later cell's import is no mistake (cells run out of order). super.__init__()."""
+    text = open(RENAMED, encoding='utf-8').read().replace('import torch.nn as nn\n', '').replace(
+        'import torch.nn.functional as F', 'import torch.nn.Functional as F')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 1 and r.stdout.startswith(
+        f"mistake: {cited(text, 'import torch.nn.Functional')}: `import torch.nn.Functional as F`: there is no module "
+        "torch.nn.Functional; torch.nn.functional is meant (names are case-sensitive); checked with it\n"
+        f"mistake: {cited(text, 'class SelfAttentionHead')}: `class SelfAttentionHead(nn.Module):`: nn is never "
+        "imported (import torch.nn as nn); checked with it\n"), r.stdout
+    assert all(v.startswith('matches') for v in parts(r.stdout).values()) and r.stdout.endswith(
+        f"5 of 5 parts match gpt.py; look at {cited(text, 'import torch.nn.F')}, {cited(text, 'class Self')}\n")
+    # a notebook whose cells ran out of order imports nn in a later cell: no mistake of the file's
+    cells = [{'cell_type': 'code', 'source': text.replace('import torch.nn.Functional as F', '').splitlines(True)},
+             {'cell_type': 'code', 'source': ['import torch.nn as nn\n', 'import torch.nn.functional as F\n']}]
+    (tmp_path / 'mine.ipynb').write_text(json.dumps({'cells': cells}))
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.ipynb'))
+    assert r.returncode == 0 and 'mistake' not in r.stdout, r.stdout
+    # in a script, an import after the class that needs it is too late; super without its () is named
+    text = open(RENAMED, encoding='utf-8').read().replace('import torch.nn as nn\n', '').replace(
+        '\nclass MLP(nn.Module):\n    def __init__(self, d_model):\n        super().__init__()',
+        'import torch.nn as nn\n\nclass MLP(nn.Module):\n    def __init__(self, d_model):\n        super.__init__()')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 1 and r.stdout.startswith(
+        f"mistake: {cited(text, 'class SelfAttentionHead')}: `class SelfAttentionHead(nn.Module):`: nn is imported "
+        f"only later, at {cited(text, 'import torch.nn as nn')}; checked with it\n"), r.stdout
+    assert parts(r.stdout)['MLP'].startswith(f"differs: can't build MLP(d_model=32): mine.py, "
+                                             f"{cited(text, 'super.__init__')}: super.__init__() calls super without "
+                                             "its (): super().__init__()"), r.stdout

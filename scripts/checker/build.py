@@ -255,7 +255,9 @@ class Unbuilt(str):
 
 def unbuilt(cls, kwargs, e, classes, failed):
     shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>" for k, v in kwargs.items())
-    why = Unbuilt(f"can't build {cls.__name__}({shown}): {message(e)}")
+    said = message(e).replace("TypeError: descriptor '__init__' of 'super' object needs an argument",
+                              "super.__init__() calls super without its (): super().__init__()")
+    why = Unbuilt(f"can't build {cls.__name__}({shown}): {said}")
     why.by = next((c for f in traceback.extract_tb(e.__traceback__)[::-1] for c in classes
                    if (f.filename, f.lineno) in code_lines(c)), None)
     why.theirs = message(e) in failed

@@ -2,8 +2,8 @@
 Step 1, load: of the learner's file (a script, a notebook's cells, the modules beside it) only the imports,
 settings and definitions run, and the calls that build a model (build.py); never what reads data or trains.
 """
-import argparse, ast, contextlib, importlib.abc, importlib.machinery, importlib.util, json, linecache, os
-import re, sys, traceback, types
+import argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json, linecache, os
+import pkgutil, re, sys, traceback, types
 
 import torch
 import torch.nn as nn
@@ -89,9 +89,45 @@ def import_(node, learner, names, where):
         except ModuleNotFoundError as e:
             top = (e.name or '.').split('.')[0]
             if not e.name or not isinstance(sys.modules.get(top), StandInModule) and importlib.util.find_spec(top):
-                raise
+                sys.modules[e.name] = importlib.import_module(spelt(e.name) or e.name) # (none: it raises)
+                learner.notes.setdefault('imports', []).append(((where, node.lineno), f"there is no module {e.name}; "
+                                                                f"{spelt(e.name)} is meant (names are case-sensitive)"))
+                continue
             sys.modules[e.name] = StandInModule(e.name)
             learner.notes.setdefault('stand-ins', []).append(top)
+
+USUAL = {'torch': 'torch', 'nn': 'torch.nn', 'F': 'torch.nn.functional', 'math': 'math', 'np': 'numpy'}
+
+def unimported(node, learner, names, where):
+    """Run a definition; one that uses a usual module the file never imports (nn) runs with it, named."""
+    for _ in range(len(USUAL) + 1):
+        try:
+            return run([node], where, names)
+        except NameError as e:
+            if e.name not in USUAL or e.name in names:
+                raise
+            names[e.name] = importlib.import_module(USUAL[e.name])
+            as_ = f" as {e.name}" if e.name != USUAL[e.name] else ''
+            later = [(w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
+                     if e.name in bound(line)]
+            words = f"{e.name} is imported only later, at {learner.place(later[0])}" if later else \
+                f"{e.name} is never imported (import {USUAL[e.name]}{as_})"
+            learner.notes.setdefault('imports', []).extend([((where, node.lineno), words)] * (
+                not later or ', cell ' not in where)) # (a notebook's cells may have run out of order)
+
+def bound(line):
+    """The names an import line binds: import torch.nn as nn, from torch import nn, F."""
+    m = re.match(r'\s*(from\s+\S+\s+)?import\s+([^#]*)', line)
+    pieces = [p.strip() for p in m.group(2).strip('()\\ ').split(',')] if m else []
+    return {p.split(' as ')[-1].strip() if ' as ' in p else p if m.group(1) else p.split('.')[0] for p in pieces}
+
+def spelt(name):
+    """The module of an installed package that a misspelt name means (torch.nn.Functional), or None."""
+    parent, _, last = name.rpartition('.')
+    with contextlib.suppress(ImportError):
+        known = [m.name for m in pkgutil.iter_modules(getattr(importlib.import_module(parent), '__path__', []))]
+        meant = [k for k in known if k.lower() == last.lower()] or difflib.get_close_matches(last, known, 1, 0.8)
+        return f"{parent}.{meant[0]}" if parent and meant else None
 
 class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """The modules beside the learner's file or in a folder above it, loaded as it is."""
@@ -205,7 +241,7 @@ def run_selected(tree, learner, names, where):
         elif isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
             try:
                 import_(node, learner, names, where) if isinstance(node, (ast.Import, ast.ImportFrom)) else \
-                    run([node], where, names)
+                    unimported(node, learner, names, where)
                 learner.functions += [(node, names)] * isinstance(node, ast.FunctionDef)
                 forwards(names.get(getattr(node, 'name', None)))
             except Exception as e:
@@ -233,9 +269,10 @@ def load(path, learner):
                                float_=numpy.float64, complex_=numpy.complex128).items():
             setattr(numpy, old, getattr(numpy, old, value))
     try:
-        for where, code in sources(path):
+        cells = sources(path)
+        learner.texts.update({where: code.splitlines() for where, code in cells}) # (all: cells run out of order)
+        for where, code in cells:
             learner.files.add(where)
-            learner.texts[where] = code.splitlines()
             try:
                 run_selected(parse(code, where), learner, learner.names, where)
             except CantCheck as e: # a notebook's cell that never ran: left out

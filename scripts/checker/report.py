@@ -34,7 +34,7 @@ class Report:
     def code(self):
         checked = [p for p in self.parts if p.status != 'skip']
         return 2 if not checked or any(p.status == 'cant' for p in checked) else 1 if any(
-            p.status == 'differs' for p in checked) else 0
+            p.status == 'differs' for p in checked) or self.learner.notes.get('imports') else 0
 
 no_forward = lambda m: type(m).forward is nn.Module.forward and type(m).__call__ is nn.Module.__call__
 
@@ -208,6 +208,8 @@ def lines(rep, settings):
     out = [f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
            "a part that calls one says so"] * bool(missing)
     out += [f"note: left out: {e}" for e in learner.notes.get('unread', [])]
+    imports = learner.notes.get('imports', [])
+    out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}; checked with it" for at, words in imports]
     given = sorted(f"{name}={value}" for name, value in builder.supplied if meaning(name) != 'vocab_size')
     out += [f"note: your code reads {', '.join(given)}, which it never sets: the lecture's values"] * bool(given)
     built = [f"{p.label} as {learner.place(at)} builds it" for p in rep.parts if p.kind == 'the model'
@@ -218,9 +220,10 @@ def lines(rep, settings):
     out += [f"{p.label:<{column}} {verdict(p, rep, settings)}" for p in rep.parts]
     checked = [p for p in rep.parts if p.status != 'skip']
     failed = [p.label for p in checked if p.status != 'ok']
+    look = failed + [learner.place(at) for at, _ in imports]
     at = 'gpt.py' if rep.stage == 7 else f"the lecture at stage {rep.stage} ({', '.join(STAGES[rep.stage])})"
     return out + [f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
-                  (f"; look at {', '.join(failed)}" if failed else '')]
+                  (f"; look at {', '.join(look)}" if look else '')]
 
 def check(learner, builder):
     """The Report; their globals and random numbers left as they were."""

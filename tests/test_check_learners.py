@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import textwrap
 import sys
 
 import pytest
@@ -441,3 +442,30 @@ def test_a_misspelt_or_forgotten_import_is_named_and_the_file_checked_with_the_m
     assert parts(r.stdout)['MLP'].startswith(f"differs: can't build MLP(d_model=32): mine.py, "
                                              f"{cited(text, 'super.__init__')}: super.__init__() calls super without "
                                              "its (): super().__init__()"), r.stdout
+
+
+def test_a_config_that_reads_what_only_the_data_makes_is_read_with_the_settings(tmp_path):
+    """The config's vocab_size is tokenizer.vocab_size, and tokenizer is made from the text, which the checker
+    never reads: the config is still defined and the model built with it, vocab_size by its meaning."""
+    text = open(os.path.join(LEARNERS, 'config_dataclass.py'), encoding='utf-8').read()
+    text = text.replace('vocab_size: int = 65', 'vocab_size: int = tokenizer.vocab_size').replace(
+        '\n\n@dataclass', "\ntokenizer = Tokenizer(open('input.txt').read())\n\n@dataclass")
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 0 and found['GPT'].startswith('matches; the past never hears the future'), r.stdout
+    assert all(v.startswith('matches') for v in found.values()) and 'left out' not in r.stdout, r.stdout
+
+
+def test_a_marimo_notebooks_cells_are_checked_as_its_top_level(tmp_path):
+    """A marimo notebook is a .py whose cells are functions under @app.cell: their bodies are what runs."""
+    code = open(RENAMED, encoding='utf-8').read().split('\n', 8)[8] # (after the `# expect` lines)
+    cells = code.split('\n\n\nclass ')
+    cells = [cells[0]] + ['class ' + c for c in cells[1:]]
+    text = 'import marimo\n\napp = marimo.App(width="medium")\n' + ''.join(
+        f"\n\n@app.cell\ndef _():\n{textwrap.indent(c.strip(), '    ')}\n    return\n" for c in cells) + \
+        '\n\nif __name__ == "__main__":\n    app.run()\n'
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 0 and len(found) == 5 and all(v.startswith('matches') for v in found.values()), r.stdout

@@ -99,11 +99,18 @@ def import_(node, learner, names, where):
 USUAL = {'torch': 'torch', 'nn': 'torch.nn', 'F': 'torch.nn.functional', 'math': 'math', 'np': 'numpy'}
 
 def unimported(node, learner, names, where):
-    """Run a definition; one that uses a usual module the file never imports (nn) runs with it, named."""
-    for _ in range(len(USUAL) + 1):
+    """Run a definition; one that uses a usual module the file never imports (nn) runs with it, named; one that
+    uses what only a data line makes (Config's tokenizer.VOCAB_SIZE) with the settings, by meaning."""
+    from checker.build import Settings # (build.py imports this module)
+    for _ in range(len(USUAL) + 5):
         try:
             return run([node], where, names)
         except NameError as e:
+            made = any(re.match(rf"\s*{e.name}\s*(:[^=]*)?=[^=]", line) for text in learner.texts.values()
+                       for line in text)
+            if e.name not in USUAL and made and e.name not in names: # (a line the checker skips)
+                names[e.name] = Settings(names, learner.own)
+                continue
             if e.name not in USUAL or e.name in names:
                 raise
             names[e.name] = importlib.import_module(USUAL[e.name])
@@ -185,10 +192,15 @@ def sources(path):
     return [(f"{path}, cell {i}", cell(s if isinstance(s, str) else ''.join(s))) for i, s in cells]
 
 def parse(code, where):
+    """The module's code; a marimo notebook's cells (@app.cell functions) as its top level, in order."""
     try:
-        return ast.parse(code)
+        tree = ast.parse(code)
     except SyntaxError as e:
         raise CantCheck(f"{where}, line {e.lineno}: a syntax error: {e.msg}") from None
+    cell = lambda n: isinstance(n, ast.FunctionDef) and any(getattr(d, 'attr', None) == 'cell' for d in n.decorator_list)
+    tree.body = [inner for node in tree.body for inner in ([i for i in node.body if not isinstance(i, ast.Return)]
+                                                          if cell(node) else [node])]
+    return tree
 
 PLAIN = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
          ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Call, ast.keyword, ast.Subscript, ast.Slice, ast.Starred,

@@ -102,6 +102,9 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
     ('SelfAttentionHead', [('self.wq(x) @ self.wk(x)', 'self.wk(x) @ self.wq(x)')], 'k @ q^T for q @ k^T',
      'scores = self.wk'),
     ('SelfAttentionHead', [('@ self.wv(x)', '@ x')], 'x itself aggregated, not value(x)', '.softmax(-1)) @ x'),
+    ('SelfAttentionHead', [('@ self.wv(x)', '@ self.wq(x)')], # (copied from the line above)
+     '`return self.drop(scores.softmax(-1)) @ self.wq(x)` applies `wq` again, to the same input, where `wv`, never '
+     'used, belongs', 'return self.drop'),
     ('Attention', [('return self.drop(self.out(torch.cat', 'return self.drop((torch.cat')], 'no proj after the heads',
      'return self.drop((torch.cat'),
     ('MLP', [('self.fc2(F.relu(self.fc1(x)))', 'self.fc2(self.fc1(x))')], 'no ReLU between the two Linear layers',
@@ -469,3 +472,16 @@ def test_a_marimo_notebooks_cells_are_checked_as_its_top_level(tmp_path):
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     found = parts(r.stdout)
     assert r.returncode == 0 and len(found) == 5 and all(v.startswith('matches') for v in found.values()), r.stdout
+
+
+def test_qkv_side_by_side_in_each_head_is_the_fused_variant_not_a_mistake(tmp_path):
+    """c_attn's output seen as (B, T, nh, 3 * hs), each head's q, k and v side by side: the same computation as
+    nanoGPT's split up to how c_attn's rows are ordered, so the fused variant, as nanoGPT's own split is."""
+    text = open(os.path.join(LEARNERS, 'nanogpt_layout.py'), encoding='utf-8').read()
+    old = text[text.index('        q, k, v = self.c_attn(x).split'):text.index('        v = v.view(B, T, self.n_head')]
+    text = text.replace(old, '        qkv = self.c_attn(x).view(B, T, self.n_head, 3 * (C // self.n_head))\n'
+                             '        q, k, v = qkv.transpose(1, 2).split(C // self.n_head, dim=3)\n').replace(
+        '        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)\n', '')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and parts(r.stdout)['CausalSelfAttention'].startswith('matches'), r.stdout

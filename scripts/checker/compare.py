@@ -372,6 +372,8 @@ def check_part(label, m, kind, ctx, context, learner):
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
     said += dropouts(kind, steps, theirs, events, m, context) if ok and steps is not None else []
     never = explain.unused(m, [x, *rest], kwargs, ctx)
+    wrong, named = explain.reused(m, events, never, learner)
+    said, never = wrong + said, [n for n in never if n not in named]
     skipped = [(n, c) for n, c in m.named_children() if f'`{n}`' in never and any(
         ctx.role_of(s) == 'Block' for s in c.modules())] if kind == 'the model' and steps is None else []
     said += [('mistake', f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings "

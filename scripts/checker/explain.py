@@ -70,6 +70,20 @@ def named(node):
         node.slice.value if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
         isinstance(node.slice.value, str) else ''
 
+def reused(m, events, never, learner):
+    """[(kind, words, at)], [names]: a Linear applied twice to one input where one of its shape is never used
+    (values = self.query(x), copied from the line above): named at the second call."""
+    idle = [(n, c) for n, c in m.named_modules() if f'`{n}`' in never and isinstance(c, nn.Linear)]
+    seen = set()
+    for e in [e for e in events if isinstance(e.module, nn.Linear) and tensors(e.args)]:
+        twin = next((n for n, c in idle if c.weight.shape == e.module.weight.shape), None)
+        if (id(e.module), id(tensors(e.args)[0])) in seen and twin:
+            used = next(n for n, c in m.named_modules() if c is e.module)
+            return [('mistake', f"`{learner.source(e.at)}` applies `{used}` again, to the same input, where `{twin}`, "
+                     "never used, belongs", e.at)], [f'`{twin}`']
+        seen.add((id(e.module), id(tensors(e.args)[0])))
+    return [], []
+
 def registered(m, events):
     """A module m runs but doesn't register (a plain list, made in forward): it never trains."""
     inside, mine = {id(s) for s in safe_modules(m)}, own_lines(m)

@@ -403,7 +403,10 @@ def fused_layouts(m, ctx):
     X = makers[0](torch.zeros(1, 1, width(m)))[0].shape[-1]
     counts = [n_heads(m)] if n_heads(m) and X % n_heads(m) == 0 else dict.fromkeys( # (its own count, if it keeps one)
         h for h in [ctx.settings('n_head'), *range(1, 65)] if X % h == 0)
-    return [dict(qkv=q, n_head=h, proj=projection(m, ctx, rest)) for h in counts for q in makers]
+    one = next((c for c in m.modules() if isinstance(c, nn.Linear) and c.out_features == 3 * X), None)
+    per_head = lambda h: lambda x: [t.flatten(-2) for t in one(x).unflatten(-1, (h, -1)).chunk(3, dim=-1)]
+    return [dict(qkv=q, n_head=h, proj=projection(m, ctx, rest)) for h in counts for q in makers + [per_head(h)] * (
+        one is not None)] # (per_head: q, k and v side by side in each head, view(B, T, nh, 3 * hs))
 
 def block_layouts(m, ctx):
     kids = list(m.children())

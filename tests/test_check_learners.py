@@ -485,3 +485,24 @@ def test_qkv_side_by_side_in_each_head_is_the_fused_variant_not_a_mistake(tmp_pa
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     assert r.returncode == 0 and parts(r.stdout)['CausalSelfAttention'].startswith('matches'), r.stdout
+
+
+def test_the_math_tricks_average_in_the_attentions_place_is_named_for_what_it_computes(tmp_path):
+    """A model whose head only averages each position with those before it (xbow, as the lecture's math trick
+    computes by hand): named for that, at the line that applies it."""
+    text = open(os.path.join(LEARNERS, 'stage2_one_head.py'), encoding='utf-8').read().replace(
+        'self.sa_head = Head(n_embd)', 'self.sa_head = Average()').replace('\n\nclass BigramLanguageModel', '''
+
+class Average(nn.Module):
+    def forward(self, x):
+        T = x.shape[1]
+        wei = torch.tril(torch.ones(T, T))
+        return wei / wei.sum(1, keepdim=True) @ x
+
+
+class BigramLanguageModel''')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 1 and parts(r.stdout)['BigramLanguageModel'].startswith(
+        f"differs: {cited(text, 'x = self.sa_head(x)')}: `x = self.sa_head(x)` makes each position the average of "
+        "itself and those before it (xbow, the lecture's math trick, which its models don't use)"), r.stdout

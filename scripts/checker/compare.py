@@ -221,7 +221,8 @@ def finding(rank, what, steps, new, i, theirs):
                          steps.values[name], theirs.B, theirs.T)
         if name.startswith('relu'):
             return [(*activation(name, value, steps, event, theirs), theirs.where(event))]
-        return [('mistake', described(name, value, steps, event, theirs), theirs.where(event))]
+        return xbow(name, steps, event, theirs) or [
+            ('mistake', described(name, value, steps, event, theirs), theirs.where(event))]
     said = []
     for name in what: # a step skipped: at the line that makes its input (or takes it)
         dropped = theirs.find(new.made[name], used=False)
@@ -247,6 +248,20 @@ def described(name, value, steps, event, theirs):
         return "the future filled with 0, not -inf, before the softmax: it still gets weight" if (future == 0).all() \
             else "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
     return f"`{theirs.source(event)}` where the lecture has {STEP.get(name, name)}"
+
+def xbow(name, steps, event, theirs):
+    """[(kind, words, at)] where the input of the event in step name's place is the average of each position
+    and those before it (the math trick's xbow, in a model): at the line that averages."""
+    fed = (tensors(theirs.events[event].args) or [None])[0] if event is not None and event >= 0 else None
+    names = list(steps.values)
+    x = steps.values[names[names.index(name) - 1]] if name in names and names.index(name) else None
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or not close(fed, x.cumsum(1) / torch.arange(
+            1, x.shape[1] + 1)[:, None]):
+        return []
+    k = next((p for p in theirs.events[event].parents if any(o is fed for o in theirs.events[p].outs)), event)
+    return [('mistake', f"`{theirs.source(k)}` makes each position the average of itself and those before it (xbow, "
+             f"the lecture's math trick, which its models don't use): the lecture has {STEP.get(name, name)} of x "
+             "itself", theirs.where(k))]
 
 ACTIVATION_NAMES = {name.lower(): name for name in torch.nn.modules.activation.__all__}
 

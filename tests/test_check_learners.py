@@ -506,3 +506,18 @@ class BigramLanguageModel''')
     assert r.returncode == 1 and parts(r.stdout)['BigramLanguageModel'].startswith(
         f"differs: {cited(text, 'x = self.sa_head(x)')}: `x = self.sa_head(x)` makes each position the average of "
         "itself and those before it (xbow, the lecture's math trick, which its models don't use)"), r.stdout
+
+
+def test_noise_drawn_in_forward_is_named_and_no_leak_is_claimed_from_it(tmp_path):
+    """torch.randn in the model's forward: the same tokens give other logits each time. That is named at its
+    line, and what must hold (no future, no other row) is not judged from noise."""
+    text = open(RENAMED, encoding='utf-8').read().replace(
+        'self.pos_emb(torch.arange(T, device=tokens.device))', 'self.pos_emb(torch.arange(T)) * torch.randn(B, T, 1)')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 1 and found['CharGPT'].startswith(
+        f"differs: {cited(text, 'h = self.tok_emb')}: `h = self.tok_emb(tokens) + self.pos_emb(torch.arange(T)) * "
+        "torch.randn(B, T, 1)` draws random numbers (torch.randn) while it runs: the same input gives another "
+        "output each time"), r.stdout
+    assert 'future' not in found['CharGPT'] and 'batch' not in found['CharGPT'], r.stdout

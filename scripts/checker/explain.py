@@ -139,10 +139,15 @@ def eval_mode(m, args, kwargs, learner):
         else e.kwargs.get('dropout_p', e.args[4] if len(e.args) > 4 else 0) if e.name == SDPA else False
     at = next((e.at for e in t.events if dropping(e)), None) # (F.dropout trains by default)
     sdpa = at in [e.at for e in t.events if e.name == SDPA]
+    if not isinstance(one, torch.Tensor) or torch.equal(one.nan_to_num(), two.nan_to_num()):
+        return []
+    drawn = next((e for e in t.events if e.name.startswith(('rand', 'normal', 'bernoulli'))), None)
+    if at is None and drawn is not None: # (noise made in forward: torch.randn(B, T, C))
+        return [('mistake', f"`{learner.source(drawn.at)}` draws random numbers (torch.{drawn.name}) while it runs: "
+                 "the same input gives another output each time", drawn.at)]
     return [('mistake', "in eval mode its dropout still acts (" + ("F.scaled_dot_product_attention's dropout_p: "
              "pass dropout_p=self.dropout if self.training else 0" if sdpa else "F.dropout trains by default: pass "
-             "training=self.training, or use nn.Dropout") + ")", at)] if (
-        at and isinstance(one, torch.Tensor) and not torch.equal(one.nan_to_num(), two.nan_to_num())) else []
+             "training=self.training, or use nn.Dropout") + ")", at)] if at else []
 
 def unused(m, args, kwargs, ctx):
     """What m's output never depends on: a child (blocks never applied), else m's own layers."""

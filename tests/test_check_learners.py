@@ -521,3 +521,18 @@ def test_noise_drawn_in_forward_is_named_and_no_leak_is_claimed_from_it(tmp_path
         "torch.randn(B, T, 1)` draws random numbers (torch.randn) while it runs: the same input gives another "
         "output each time"), r.stdout
     assert 'future' not in found['CharGPT'] and 'batch' not in found['CharGPT'], r.stdout
+
+
+def test_a_bigram_fed_its_last_token_only_is_right_and_a_model_with_context_is_not(tmp_path):
+    """A bigram's generate may feed the model the last token alone: that is all it reads. The same in a model
+    that reads its context (one head, positions) starves it: a mistake."""
+    text = open(os.path.join(ROOT, 'bigram.py'), encoding='utf-8').read().replace(
+        'logits, loss = self(idx)', 'logits, loss = self(idx[:, -1:])')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and 'generate feeds the last token only, all that the model reads' in r.stdout, r.stdout
+    text = open(os.path.join(LEARNERS, 'stage2_one_head.py'), encoding='utf-8').read().replace(
+        'idx_cond = idx[:, -block_size:]', 'idx_cond = idx[:, -1:]')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 1 and 'generate feeds the model [1, 1, 1] tokens' in r.stdout, r.stdout

@@ -137,7 +137,7 @@ def sampling(m, block, learner):
     and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
     where it can); generate returns the prompt and the new tokens, sampled from the last position."""
     lengths, fed, probs, said, held = [], [], [], [], 'generate runs'
-    forward, multinomial = m.forward, torch.multinomial
+    forward, multinomial, alone = m.forward, torch.multinomial, last_alone(m, block)
     def watched(*args, **kwargs): # (self(idx) and self.forward(idx) alike)
         lengths.append(tensors((args, kwargs))[0].shape[-1])
         fed.append(forward(*args, **kwargs))
@@ -172,7 +172,9 @@ def sampling(m, block, learner):
             wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much
             appends = f" ({learner.place(wrong[0])}: `{learner.source(wrong[0])}` appends {wrong[1]} tokens at " \
                       "once, not the one sampled)" if wrong else ''
-            if lengths not in (cropped, grown) and set(lengths) == {start}:
+            if set(lengths) == {1} and alone: # (a bigram: the last token is all it reads)
+                held = 'generate feeds the last token only, all that the model reads'
+            elif lengths not in (cropped, grown) and set(lengths) == {start}:
                 said.append(('mistake', "generate feeds the model the prompt's length only: the context never "
                              "grows (keep idx whole; crop what the model gets to the last block_size)"))
             elif lengths not in (cropped, grown):
@@ -205,6 +207,14 @@ def sampling(m, block, learner):
         said.append(('mistake', f"generate samples from something else than the last position's logits "
                                 f"(logits[:, -1, :]){at}"))
     return list(dict.fromkeys(said)) + [('held', held)]
+
+def last_alone(m, T):
+    """Whether the last position's logits are the same from its token alone (a bigram's): cropping to it is
+    harmless."""
+    idx = torch.randint(vocab(m), (1, T), generator=torch.Generator().manual_seed(1))
+    with contextlib.suppress(Exception), torch.no_grad():
+        return torch.allclose(logits_of(m.eval(), idx)[:, -1], logits_of(m, idx[:, -1:])[:, -1], atol=1e-5)
+    return False
 
 def invariants(m, T, learner, block):
     """([(kind, words) of what fails: the past never hears the future, batch rows never talk (at T), generate

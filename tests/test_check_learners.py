@@ -536,3 +536,26 @@ def test_a_bigram_fed_its_last_token_only_is_right_and_a_model_with_context_is_n
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     assert r.returncode == 1 and 'generate feeds the model [1, 1, 1] tokens' in r.stdout, r.stdout
+
+
+def test_a_class_that_is_none_of_the_lectures_parts_is_listed_not_passed_over(tmp_path):
+    """An unfinished class (no forward, no embeddings) that no model builds: listed as not checked, the exit
+    code that of the rest; a base class of their models is not listed."""
+    text = open(RENAMED, encoding='utf-8').read() + '''
+
+class Base(nn.Module):
+    def generate(self, idx, n):
+        return idx
+
+
+class GPT(Base):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[DecoderBlock(d_model, n_heads) for _ in range(2)])
+        self.out = nn.Linear(d_model, 65)
+        self.probs = nn.Softmax(dim=-1)
+'''
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and r.stdout.startswith(
+        "note: GPT: not one of the lecture's parts by what it computes, so not checked\n"), r.stdout

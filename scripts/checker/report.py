@@ -178,6 +178,12 @@ def report(learner, builder, classes, settings):
     held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
     unused = [c.__name__ for c in classes if c.__name__ not in held] if builder.models and not builder.failed else []
     rep.findings += [Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked")] * bool(unused)
+    inside = {type(s) for p in rep.parts if isinstance(p.m, nn.Module) for s in safe_modules(p.m)}
+    other = [c.__name__ for c, m in built.items() if isinstance(m, nn.Module) and c not in inside and c.__name__
+             not in unused and not any(o is not c and issubclass(o, c) for o in built)] # (one the checker can't
+    # place: said, not passed over; a base of their classes is not one)
+    rep.findings += [Finding('', 'note', f"{', '.join(other)}: not one of the lecture's parts by what it computes, "
+                                         "so not checked")] * bool(other)
     return rep
 
 def verdict(part, rep, settings):

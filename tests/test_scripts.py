@@ -3,6 +3,7 @@ import json
 import os
 import re
 import struct
+import time
 
 import pytest
 import torch
@@ -12,10 +13,12 @@ from conftest import needs_input, run_here
 
 @needs_input
 def test_progression_prints_the_table_and_json(tmp_path):
-    out = tmp_path / 'p.json'
+    out, started = tmp_path / 'p.json', time.time()
     r = run_here(os.path.join('scripts', 'progression.py'), '--stages', '1,2', '--max_iters', '20',
                  '--eval_iters', '2', '--device', 'cpu', '--json', str(out), '--jobs', '1')
     assert r.returncode == 0, r.stderr
+    took = re.search(r'^(\d+) s in all, PyTorch ', r.stdout, re.M) # (the run's own time: within the test's)
+    assert took and int(took.group(1)) <= time.time() - started + 1, r.stdout
     table = [line for line in r.stdout.splitlines() if line.startswith('|')]
     assert table[0].startswith('| stage | what was added | parameters | train loss | val loss |')
     assert len(table) == 2 + 2 and all(line.count('|') == 8 for line in table)

@@ -33,6 +33,18 @@ def test_progression_prints_the_table_and_json(tmp_path):
 
 
 @needs_input
+def test_one_job_trains_with_every_thread_torch_has(monkeypatch, capsys):
+    """--jobs 1: the stage trains in this process, on all the threads it has (side by side, a worker takes one)."""
+    import gpt, progression
+    for name, value in [(k, v) for k, v in vars(gpt).items() if type(v) in (int, float, str, bool)]:
+        monkeypatch.setattr(gpt, name, value) # (a stage sets gpt.py's settings: put back after)
+    calls = []
+    monkeypatch.setattr(torch, 'set_num_threads', calls.append)
+    progression.main(['--stages', '1', '--max_iters', '1', '--eval_iters', '1', '--device', 'cpu', '--jobs', '1'])
+    assert calls == [] and 'stage 1 done: val loss' in capsys.readouterr().out
+
+
+@needs_input
 def test_stages_trained_side_by_side_print_their_table_in_the_lectures_order(tmp_path):
     """--jobs 2: stages 6 and 2 start first, 1 when 2 is done, and they end in whatever order; the table and the
     JSON keep the lecture's order, each row with the losses its stage printed when it finished."""

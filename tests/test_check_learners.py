@@ -146,6 +146,9 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
      'logits = self.head'),
     ('CharGPT', [('self.head(self.final_norm(self.layers(h)))', 'self.head(self.layers(h))')],
      'no final LayerNorm (ln_f) before lm_head; your `final_norm` is defined but never used', 'logits = self.head'),
+    ('CharGPT', [('self(context[:, -seq_len:])', 'self(context[:, :seq_len])')], # (the first block_size tokens)
+     "generate feeds the model tokens that don't end with the one it has just sampled (line 91: "
+     "`logits, _ = self(context[:, :seq_len])`): crop to the last block_size", None),
     ('CharGPT', [('h = self.tok_emb(tokens) + self.pos_emb(', 'h = self.tok_emb(tokens) + 0 * self.pos_emb(')],
      'no position embedding', 'h = self.tok_emb'),
     ('CharGPT', [('seq_len = 16', 'seq_len = 80'), # a table longer than the vocabulary: no IndexError
@@ -559,3 +562,21 @@ class GPT(Base):
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     assert r.returncode == 0 and r.stdout.startswith(
         "note: GPT: not one of the lecture's parts by what it computes, so not checked\n"), r.stdout
+
+
+def test_a_setting_the_file_never_sets_anywhere_is_a_mistake_at_its_first_use(tmp_path):
+    """p_dropout read but set nowhere: building the file's model raises NameError. Named at the first line that
+    reads it (exit 1), checked with the lecture's value; one set where the checker doesn't run (from the data) is
+    not; nor one only a class the file never builds reads (as in a fragment pasted alone)."""
+    text = open(RENAMED, encoding='utf-8').read().replace('p_dropout = 0.1\n', '') + '\nmodel = CharGPT(65)\n'
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 1 and r.stdout.startswith(
+        f"mistake: {cited(text, 'self.drop = nn.Dropout(p_dropout)')}: `self.drop = nn.Dropout(p_dropout)`: p_dropout "
+        "is never set anywhere in the file, so this raises NameError; checked with the lecture's 0.2\n"), r.stdout
+    (tmp_path / 'mine.py').write_text(text.replace('d_model = 32\n', 'd_model = 32\np_dropout = len(text) and 0.1\n'))
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and 'mistake' not in r.stdout, r.stdout
+    (tmp_path / 'mine.py').write_text(text.replace('\nmodel = CharGPT(65)\n', '')) # (built by the checker alone)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and r.stdout.startswith('note: your code reads p_dropout=0.2, which it never sets'), r.stdout

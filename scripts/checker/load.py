@@ -90,8 +90,8 @@ def import_(node, learner, names, where):
             top = (e.name or '.').split('.')[0]
             if not e.name or not isinstance(sys.modules.get(top), StandInModule) and importlib.util.find_spec(top):
                 sys.modules[e.name] = importlib.import_module(spelt(e.name) or e.name) # (none: it raises)
-                learner.notes.setdefault('imports', []).append(((where, node.lineno), f"there is no module {e.name}; "
-                                                                f"{spelt(e.name)} is meant (names are case-sensitive)"))
+                learner.notes.setdefault('slips', []).append(((where, node.lineno), f"there is no module {e.name}; "
+                                                                f"{spelt(e.name)} is meant (names are case-sensitive); checked with it"))
                 continue
             sys.modules[e.name] = StandInModule(e.name)
             learner.notes.setdefault('stand-ins', []).append(top)
@@ -117,9 +117,9 @@ def unimported(node, learner, names, where):
             as_ = f" as {e.name}" if e.name != USUAL[e.name] else ''
             later = [(w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
                      if e.name in bound(line)]
-            words = f"{e.name} is imported only later, at {learner.place(later[0])}" if later else \
-                f"{e.name} is never imported (import {USUAL[e.name]}{as_})"
-            learner.notes.setdefault('imports', []).extend([((where, node.lineno), words)] * (
+            words = (f"{e.name} is imported only later, at {learner.place(later[0])}" if later else
+                     f"{e.name} is never imported (import {USUAL[e.name]}{as_})") + '; checked with it'
+            learner.notes.setdefault('slips', []).extend([((where, node.lineno), words)] * (
                 not later or ', cell ' not in where)) # (a notebook's cells may have run out of order)
 
 def bound(line):

@@ -3,7 +3,7 @@ Step 6, report: each part checked from the smallest up, one found wrong then run
 consequence named once, at its cause); what holds of each model whatever its weights. The findings are data;
 the words are made from them at the end.
 """
-import contextlib, math, re
+import ast, contextlib, math, re
 
 import torch
 import torch.nn as nn
@@ -34,7 +34,7 @@ class Report:
     def code(self):
         checked = [p for p in self.parts if p.status != 'skip']
         return 2 if not checked or any(p.status == 'cant' for p in checked) else 1 if any(
-            p.status == 'differs' for p in checked) or self.learner.notes.get('imports') else 0
+            p.status == 'differs' for p in checked) or self.learner.notes.get('slips') else 0
 
 no_forward = lambda m: type(m).forward is nn.Module.forward and type(m).__call__ is nn.Module.__call__
 
@@ -216,9 +216,17 @@ def lines(rep, settings):
     out = [f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
            "a part that calls one says so"] * bool(missing)
     out += [f"note: left out: {e}" for e in learner.notes.get('unread', [])]
-    imports = learner.notes.get('imports', [])
-    out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}; checked with it" for at, words in imports]
-    given = sorted(f"{name}={value}" for name, value in builder.supplied if meaning(name) != 'vocab_size')
+    slips = learner.notes.setdefault('slips', [])
+    for name, value in sorted(builder.supplied) * (len(settings.found) > 1): # (one a file of settings never sets
+        # anywhere: a NameError, theirs; a fragment pasted alone sets none)
+        at = next(((w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
+                   if re.search(rf"\b{name}\b", line)), None)
+        made = at is not None and any(c.__name__ in builder.made and at in code_lines(c) for c in classes_of(learner))
+        slips += [(at, f"{name} is never set anywhere in the file, so this raises NameError; checked with the "
+                       f"lecture's {value}")] * (made and not bound(learner, name)) # (as their own build runs it)
+    out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
+    given = sorted(f"{name}={value}" for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
+        f"{name} is never set" in words for _, words in slips))
     out += [f"note: your code reads {', '.join(given)}, which it never sets: the lecture's values"] * bool(given)
     built = [f"{p.label} as {learner.place(at)} builds it" for p in rep.parts if p.kind == 'the model'
              for model, at in builder.models if model is p.m and at]
@@ -228,10 +236,20 @@ def lines(rep, settings):
     out += [f"{p.label:<{column}} {verdict(p, rep, settings)}" for p in rep.parts]
     checked = [p for p in rep.parts if p.status != 'skip']
     failed = [p.label for p in checked if p.status != 'ok']
-    look = failed + [learner.place(at) for at, _ in imports]
+    look = failed + [learner.place(at) for at, _ in slips]
     at = 'gpt.py' if rep.stage == 7 else f"the lecture at stage {rep.stage} ({', '.join(STAGES[rep.stage])})"
     return out + [f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
                   (f"; look at {', '.join(look)}" if look else '')]
+
+def bound(learner, name):
+    """Whether the learner's code gives name a value anywhere (set, defined, imported, a parameter)."""
+    for text in learner.texts.values():
+        with contextlib.suppress(SyntaxError):
+            if any(getattr(n, 'id', None) == name and isinstance(n.ctx, ast.Store) or name in (
+                    getattr(n, 'name', None), getattr(n, 'arg', None), getattr(n, 'asname', None)) or
+                   isinstance(n, ast.alias) and n.name.split('.')[0] == name for n in ast.walk(ast.parse('\n'.join(text)))):
+                return True
+    return False
 
 def check(learner, builder):
     """The Report; their globals and random numbers left as they were."""

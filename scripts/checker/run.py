@@ -136,16 +136,18 @@ def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
     and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
     where it can); generate returns the prompt and the new tokens, sampled from the last position."""
-    lengths, fed, probs, said, held = [], [], [], [], 'generate runs'
+    lengths, fed, probs, said, held, given, drawn = [], [], [], [], 'generate runs', [], []
     forward, multinomial, alone = m.forward, torch.multinomial, last_alone(m, block)
     def watched(*args, **kwargs): # (self(idx) and self.forward(idx) alike)
         lengths.append(tensors((args, kwargs))[0].shape[-1])
+        given.append((tensors((args, kwargs))[0], learner.line()))
         fed.append(forward(*args, **kwargs))
         return fed[-1]
     m.forward = watched
     def sampled(*args, **kwargs): # (multinomial(probs, 1) or multinomial(input=probs, num_samples=1))
         probs.append(((args or [kwargs.get('input')])[0], learner.line()))
-        return multinomial(*args, **kwargs)
+        drawn.append(multinomial(*args, **kwargs))
+        return drawn[-1]
     torch.multinomial = sampled
     cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens)
     def appended(ts, *a, **k):
@@ -160,7 +162,7 @@ def sampling(m, block, learner):
     try:
         phases = [(1, 3), (max(1, block - 1), 3)]
         while phases:
-            (start, new), lengths[:] = phases.pop(0), []
+            (start, new), lengths[:], given[:], drawn[:] = phases.pop(0), [], [], []
             with torch.no_grad():
                 out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
@@ -172,6 +174,12 @@ def sampling(m, block, learner):
             wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much
             appends = f" ({learner.place(wrong[0])}: `{learner.source(wrong[0])}` appends {wrong[1]} tokens at " \
                       "once, not the one sampled)" if wrong else ''
+            stale = [at for (x, at), d in zip(given[1:], drawn) if len(given) == len(drawn) and x.shape[0] == d.shape[0]
+                     and not torch.equal(x[:, -1], d.reshape(x.shape[0], -1)[:, -1])] # (not the token just drawn)
+            if stale:
+                at = f" ({learner.place(stale[0])}: `{learner.source(stale[0])}`)" if stale[0] else ''
+                said.append(('mistake', f"generate feeds the model tokens that don't end with the one it has just "
+                             f"sampled{at}: crop to the last block_size, idx[:, -block_size:]"))
             if set(lengths) == {1} and alone: # (a bigram: the last token is all it reads)
                 held = 'generate feeds the last token only, all that the model reads'
             elif lengths not in (cropped, grown) and set(lengths) == {start}:

@@ -44,6 +44,22 @@ def test_one_job_trains_with_every_thread_torch_has(monkeypatch, capsys):
     assert calls == [] and 'stage 1 done: val loss' in capsys.readouterr().out
 
 
+def test_on_a_cpu_the_stages_train_side_by_side_by_default_one_thread_a_worker(monkeypatch, capsys):
+    """No --jobs on a CPU: as many stages at a time as it has cores (at most the stages), each worker on one
+    thread (not each on all of them)."""
+    import gpt, progression
+    given = []
+    def side_by_side(work, jobs):
+        given.append((work, jobs))
+        yield from (dict(stage=w[0], added='', params=1, train=1.0, val=1.0, lecture_val='', seconds=0) for w in work)
+    monkeypatch.setattr(os, 'cpu_count', lambda: 2)
+    monkeypatch.setattr(progression, 'train_side_by_side', side_by_side)
+    monkeypatch.setattr(gpt, 'read_text', lambda: None)
+    progression.main(['--stages', '1,2,3', '--max_iters', '1', '--device', 'cpu'])
+    [(work, jobs)] = given
+    assert jobs == 2 and [w[3] for w in work] == [1, 1, 1] and '2 at a time' in capsys.readouterr().out
+
+
 @needs_input
 def test_stages_trained_side_by_side_print_their_table_in_the_lectures_order(tmp_path):
     """--jobs 2: stages 6 and 2 start first, 1 when 2 is done, and they end in whatever order; the table and the

@@ -580,3 +580,28 @@ def test_a_setting_the_file_never_sets_anywhere_is_a_mistake_at_its_first_use(tm
     (tmp_path / 'mine.py').write_text(text.replace('\nmodel = CharGPT(65)\n', '')) # (built by the checker alone)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     assert r.returncode == 0 and r.stdout.startswith('note: your code reads p_dropout=0.2, which it never sets'), r.stdout
+
+
+def test_a_long_name_of_the_learners_own_is_read_by_the_words_in_it(tmp_path):
+    """DecoderBlock(n_embeeding_dimensions, n_heads), no model to build it: built alone, its width read by the
+    word "emb" in the name (a typo in it too); `n_embeeding_dimensions // n_heads` does not make it a settings
+    object (its n_heads is no key), which gave a TypeError blamed on their code. The same for a count the data
+    makes, total_vocab_distinct_char_size, which the model reads: it stands in, by the word "vocab"."""
+    text = open(RENAMED, encoding='utf-8').read()
+    text = text[:text.index('class CharGPT')].replace('def __init__(self, d_model, n_heads):', 'def __init__(self, '
+        'n_embeeding_dimensions, n_heads):').replace('Attention(n_heads, d_model // n_heads)', 'Attention(n_heads, '
+        'n_embeeding_dimensions // n_heads)').replace('        self.norm1 = nn.LayerNorm(d_model)\n', '        d_model '
+        '= n_embeeding_dimensions\n        self.norm1 = nn.LayerNorm(d_model)\n')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and parts(r.stdout)['DecoderBlock'] == 'matches', r.stdout
+    (tmp_path / 'mine.py').write_text(text.replace('n_embeeding_dimensions', 'stream')) # (a name that says nothing)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and parts(r.stdout)['DecoderBlock'] == 'matches', r.stdout
+    # a count of the data's, in a name of its own, that the model reads: stands in by the word "vocab" in it
+    text = open(RENAMED, encoding='utf-8').read().replace('def __init__(self, vocab_size):', 'def __init__(self):')
+    text = text.replace('vocab_size', 'total_vocab_distinct_char_size').replace('p_dropout = 0.1\n', "p_dropout = 0.1\n"
+        "total_vocab_distinct_char_size = len(sorted(set(open('input.txt').read())))\n") + '\nmodel = CharGPT()\n'
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and parts(r.stdout)['CharGPT'].startswith('matches'), r.stdout

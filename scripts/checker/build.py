@@ -2,7 +2,7 @@
 Step 2, build: the learner's settings by meaning; their models built where their code builds them (a cell,
 main()); a class no model holds built alone, each parameter filled by what its name means.
 """
-import ast, builtins, contextlib, copy, dis, inspect, sys, traceback, types
+import ast, builtins, contextlib, copy, dis, inspect, re, sys, traceback, types
 
 import torch
 import torch.nn as nn
@@ -16,8 +16,13 @@ def meaning(name):
     """The setting a name means: by the table, else by its end (tgt_vocab_size, model_n_embd)."""
     name = norm(name)
     return MEANING.get(name) or next((MEANING[k] for k in sorted(MEANING, key=len, reverse=True)
-                                      if len(k) >= 5 and name.endswith(k)), None) or (
+                                      if len(k) >= 5 and name.endswith(k)), None) or next(
+        (meant for pattern, meant in WORDS if re.search(pattern, name)), None) or ( # (n_embeeding_dimensions)
         meaning(name[:-1]) if name.endswith('s') else None) # (head_dims)
+
+WORDS = [(r'vocab', 'vocab_size'), (r'head.*(size|dim)', 'head_size'), (r'(^n|num).*heads?$', 'n_head'),
+         (r'(^n|num).*(layers?|blocks?)$', 'n_layer'), (r'(block|context|ctx|seq).*(size|len)', 'block_size'),
+         (r'emb.*(dim|size)|^nemb', 'n_embd')] # (words in a long name of the learner's own)
 
 fits = lambda meant, value: PLAUSIBLE.get(meant, PLAUSIBLE['size'])(value)
 
@@ -91,8 +96,9 @@ def read_as_config(cls, name):
         todo += [c for c in code.co_consts if inspect.iscode(c)]
         ops = list(dis.get_instructions(code))
         if any(op.opname in ('LOAD_FAST', 'LOAD_DEREF') and op.argval == name and (
-                ops[i + 1].opname in ('LOAD_ATTR', 'LOAD_METHOD') or isinstance(ops[i + 1].argval, str) and
-                ops[i + 2].opname in ('BINARY_SUBSCR', 'BINARY_OP')) for i, op in enumerate(ops[:-2])):
+                ops[i + 1].opname in ('LOAD_ATTR', 'LOAD_METHOD') or ops[i + 1].opname == 'LOAD_CONST' and
+                isinstance(ops[i + 1].argval, str) and ops[i + 2].opname in ('BINARY_SUBSCR', 'BINARY_OP'))
+               for i, op in enumerate(ops[:-2])): # (n_embd // n_head is no settings: its n_head is no key)
             return True
     return False
 

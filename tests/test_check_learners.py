@@ -605,3 +605,15 @@ def test_a_long_name_of_the_learners_own_is_read_by_the_words_in_it(tmp_path):
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     assert r.returncode == 0 and parts(r.stdout)['CharGPT'].startswith('matches'), r.stdout
+
+
+def test_a_bigram_grown_to_embeddings_and_lm_head_says_so(tmp_path):
+    """Stage 2's model before its head is added (token and position embeddings, lm_head): the bigram's stage,
+    with what it has of stage 2 said."""
+    text = open(os.path.join(LEARNERS, 'stage2_one_head.py'), encoding='utf-8').read().replace(
+        '        x = self.sa_head(x)\n', '').replace('        self.sa_head = Head(n_embd)\n', '')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and parts(r.stdout)['BigramLanguageModel'].startswith(
+        "matches stage 1 (bigram, 22:11), with stage 2's token and position embeddings and lm_head, before its "
+        "head"), r.stdout

@@ -201,6 +201,8 @@ def verdict(part, rep, settings):
         line = 'differs: ' + '; and '.join(words) + ''.join(f"; {o}" for o in others)
         return line + ''.join(f"; {n}" for n in notes)
     line = 'matches' + (f" stage {part.stage} ({', '.join(STAGES[part.stage])})" if part.stage < 7 else '')
+    line += ", with stage 2's token and position embeddings and lm_head, before its head" * (
+        part.stage == 1 and part.kind == 'the model' and layers(part.m, nn.Linear) != []) # (the bigram grown toward stage 2)
     if part.whole:
         return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
     line += ', as in the video' * any(f.kind == 'video' for f in part.findings)

@@ -90,8 +90,8 @@ def import_(node, learner, names, where):
             top = (e.name or '.').split('.')[0]
             if not e.name or not isinstance(sys.modules.get(top), StandInModule) and importlib.util.find_spec(top):
                 sys.modules[e.name] = importlib.import_module(spelt(e.name) or e.name) # (none: it raises)
-                learner.notes.setdefault('slips', []).append(((where, node.lineno), f"there is no module {e.name}; "
-                                                                f"{spelt(e.name)} is meant (names are case-sensitive); checked with it"))
+                words = f"there is no module {e.name}; {spelt(e.name)} is meant (names are case-sensitive)"
+                learner.notes.setdefault('slips', []).append(((where, node.lineno), words + '; checked with it'))
                 continue
             sys.modules[e.name] = StandInModule(e.name)
             learner.notes.setdefault('stand-ins', []).append(top)
@@ -197,7 +197,7 @@ def parse(code, where):
         tree = ast.parse(code)
     except SyntaxError as e:
         raise CantCheck(f"{where}, line {e.lineno}: a syntax error: {e.msg}") from None
-    cell = lambda n: isinstance(n, ast.FunctionDef) and any(getattr(d, 'attr', None) == 'cell' for d in n.decorator_list)
+    cell = lambda n: isinstance(n, ast.FunctionDef) and any(getattr(d, 'attr', '') == 'cell' for d in n.decorator_list)
     tree.body = [inner for node in tree.body for inner in ([i for i in node.body if not isinstance(i, ast.Return)]
                                                           if cell(node) else [node])]
     return tree

@@ -201,8 +201,8 @@ def verdict(part, rep, settings):
         line = 'differs: ' + '; and '.join(words) + ''.join(f"; {o}" for o in others)
         return line + ''.join(f"; {n}" for n in notes)
     line = 'matches' + (f" stage {part.stage} ({', '.join(STAGES[part.stage])})" if part.stage < 7 else '')
-    line += ", with stage 2's token and position embeddings and lm_head, before its head" * (
-        part.stage == 1 and part.kind == 'the model' and layers(part.m, nn.Linear) != []) # (the bigram grown toward stage 2)
+    grown = part.stage == 1 and part.kind == 'the model' and layers(part.m, nn.Linear) != [] # (toward stage 2)
+    line += ", with stage 2's token and position embeddings and lm_head, before its head" * grown
     if part.whole:
         return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
     line += ', as in the video' * any(f.kind == 'video' for f in part.findings)
@@ -225,7 +225,7 @@ def lines(rep, settings):
                    if re.search(rf"\b{name}\b", line)), None)
         made = at is not None and any(c.__name__ in builder.made and at in code_lines(c) for c in classes_of(learner))
         slips += [(at, f"{name} is never set anywhere in the file, so this raises NameError; checked with the "
-                       f"lecture's {value}")] * (made and not bound(learner, name)) # (as their own build runs it)
+                       f"lecture's {value}")] * (made and not sets(learner, name)) # (as their own build runs it)
     out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
     given = sorted(f"{name}={value}" for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
         f"{name} is never set" in words for _, words in slips))
@@ -243,13 +243,14 @@ def lines(rep, settings):
     return out + [f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
                   (f"; look at {', '.join(look)}" if look else '')]
 
-def bound(learner, name):
+def sets(learner, name):
     """Whether the learner's code gives name a value anywhere (set, defined, imported, a parameter)."""
     for text in learner.texts.values():
         with contextlib.suppress(SyntaxError):
+            nodes = ast.walk(ast.parse('\n'.join(text)))
             if any(getattr(n, 'id', None) == name and isinstance(n.ctx, ast.Store) or name in (
                     getattr(n, 'name', None), getattr(n, 'arg', None), getattr(n, 'asname', None)) or
-                   isinstance(n, ast.alias) and n.name.split('.')[0] == name for n in ast.walk(ast.parse('\n'.join(text)))):
+                   isinstance(n, ast.alias) and n.name.split('.')[0] == name for n in nodes):
                 return True
     return False
 

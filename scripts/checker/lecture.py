@@ -405,8 +405,9 @@ def fused_layouts(m, ctx):
         h for h in [ctx.settings('n_head'), *range(1, 65)] if X % h == 0)
     one = next((c for c in m.modules() if isinstance(c, nn.Linear) and c.out_features == 3 * X), None)
     per_head = lambda h: lambda x: [t.flatten(-2) for t in one(x).unflatten(-1, (h, -1)).chunk(3, dim=-1)]
-    return [dict(qkv=q, n_head=h, proj=projection(m, ctx, rest)) for h in counts for q in makers + [per_head(h)] * (
-        one is not None)] # (per_head: q, k and v side by side in each head, view(B, T, nh, 3 * hs))
+    also = [per_head] if one is not None else [] # (q, k and v side by side in each head: view(B, T, nh, 3 * hs))
+    return [dict(qkv=q, n_head=h, proj=projection(m, ctx, rest)) for h in counts for q in makers + [
+        make(h) for make in also]]
 
 def block_layouts(m, ctx):
     kids = list(m.children())

@@ -119,8 +119,8 @@ def unimported(node, learner, names, where):
                      if e.name in bound(line)]
             words = (f"{e.name} is imported only later, at {learner.place(later[0])}" if later else
                      f"{e.name} is never imported (import {USUAL[e.name]}{as_})") + '; checked with it'
-            learner.notes.setdefault('slips', []).extend([((where, node.lineno), words)] * (
-                not later or ', cell ' not in where)) # (a notebook's cells may have run out of order)
+            if not later or ', cell ' not in where: # (a notebook's cells may have run out of order)
+                learner.notes.setdefault('slips', []).append(((where, node.lineno), words))
 
 def bound(line):
     """The names an import line binds: import torch.nn as nn, from torch import nn, F."""

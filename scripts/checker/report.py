@@ -182,8 +182,9 @@ def report(learner, builder, classes, settings):
     other = [c.__name__ for c, m in built.items() if isinstance(m, nn.Module) and c not in inside and c.__name__
              not in unused and not any(o is not c and issubclass(o, c) for o in built)] # (one the checker can't
     # place: said, not passed over; a base of their classes is not one)
-    rep.findings += [Finding('', 'note', f"{', '.join(other)}: not one of the lecture's parts by what it computes, "
-                                         "so not checked")] * bool(other)
+    if other:
+        rep.findings.append(Finding('', 'note', f"{', '.join(other)}: not one of the lecture's parts by what it "
+                                                "computes, so not checked"))
     return rep
 
 def verdict(part, rep, settings):
@@ -201,8 +202,8 @@ def verdict(part, rep, settings):
         line = 'differs: ' + '; and '.join(words) + ''.join(f"; {o}" for o in others)
         return line + ''.join(f"; {n}" for n in notes)
     line = 'matches' + (f" stage {part.stage} ({', '.join(STAGES[part.stage])})" if part.stage < 7 else '')
-    grown = part.stage == 1 and part.kind == 'the model' and layers(part.m, nn.Linear) != [] # (toward stage 2)
-    line += ", with stage 2's token and position embeddings and lm_head, before its head" * grown
+    if part.stage == 1 and part.kind == 'the model' and layers(part.m, nn.Linear): # (the bigram grown)
+        line += ", with stage 2's token and position embeddings and lm_head, before its head"
     if part.whole:
         return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
     line += ', as in the video' * any(f.kind == 'video' for f in part.findings)
@@ -219,13 +220,13 @@ def lines(rep, settings):
            "a part that calls one says so"] * bool(missing)
     out += [f"note: left out: {e}" for e in learner.notes.get('unread', [])]
     slips = learner.notes.setdefault('slips', [])
-    for name, value in sorted(builder.supplied) * (len(settings.found) > 1): # (one a file of settings never sets
-        # anywhere: a NameError, theirs; a fragment pasted alone sets none)
+    for name, value in sorted(builder.supplied): # (one a file of settings never sets: a NameError, theirs)
         at = next(((w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
                    if re.search(rf"\b{name}\b", line)), None)
         made = at is not None and any(c.__name__ in builder.made and at in code_lines(c) for c in classes_of(learner))
-        slips += [(at, f"{name} is never set anywhere in the file, so this raises NameError; checked with the "
-                       f"lecture's {value}")] * (made and not sets(learner, name)) # (as their own build runs it)
+        if made and len(settings.found) > 1 and not sets(learner, name): # (a fragment pasted alone sets none)
+            slips.append((at, f"{name} is never set anywhere in the file, so this raises NameError; checked with "
+                              f"the lecture's {value}"))
     out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
     given = sorted(f"{name}={value}" for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
         f"{name} is never set" in words for _, words in slips))

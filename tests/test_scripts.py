@@ -46,7 +46,7 @@ def test_one_job_trains_with_every_thread_torch_has(monkeypatch, capsys):
 
 def test_on_a_cpu_the_stages_train_side_by_side_by_default_one_thread_a_worker(monkeypatch, capsys):
     """No --jobs on a CPU: as many stages at a time as it has cores (at most the stages), each worker on one
-    thread (not each on all of them)."""
+    thread (not each on all of them), the largest stage started first."""
     import gpt, progression
     given = []
     def side_by_side(work, jobs):
@@ -58,6 +58,7 @@ def test_on_a_cpu_the_stages_train_side_by_side_by_default_one_thread_a_worker(m
     progression.main(['--stages', '1,2,3', '--max_iters', '1', '--device', 'cpu'])
     [(work, jobs)] = given
     assert jobs == 2 and [w[3] for w in work] == [1, 1, 1] and '2 at a time' in capsys.readouterr().out
+    assert [w[0] for w in work] == [3, 2, 1] # (the largest first: the cores end together)
 
 
 @needs_input

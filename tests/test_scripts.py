@@ -38,10 +38,21 @@ def test_one_job_trains_with_every_thread_torch_has(monkeypatch, capsys):
     import gpt, progression
     for name, value in [(k, v) for k, v in vars(gpt).items() if type(v) in (int, float, str, bool)]:
         monkeypatch.setattr(gpt, name, value) # (a stage sets gpt.py's settings: put back after)
-    calls = []
+    calls, done = [], flushed(monkeypatch, progression)
     monkeypatch.setattr(torch, 'set_num_threads', calls.append)
     progression.main(['--stages', '1', '--max_iters', '1', '--eval_iters', '1', '--device', 'cpu', '--jobs', '1'])
-    assert calls == [] and 'stage 1 done: val loss' in capsys.readouterr().out
+    assert calls == [] and 'stage 1 done: val loss' in capsys.readouterr().out and done == [True]
+
+
+def flushed(monkeypatch, module):
+    """[whether each 'stage N done' line is flushed at once] as module prints them (seen live through a pipe)."""
+    done, show = [], print
+    def spy(*args, **kwargs):
+        if ' done: val loss ' in str(args[:1]):
+            done.append(bool(kwargs.get('flush')))
+        show(*args, **kwargs)
+    monkeypatch.setattr(module, 'print', spy, raising=False)
+    return done
 
 
 def test_on_a_cpu_the_stages_train_side_by_side_by_default_one_thread_a_worker(monkeypatch, capsys):
@@ -55,8 +66,10 @@ def test_on_a_cpu_the_stages_train_side_by_side_by_default_one_thread_a_worker(m
     monkeypatch.setattr(os, 'cpu_count', lambda: 2)
     monkeypatch.setattr(progression, 'train_side_by_side', side_by_side)
     monkeypatch.setattr(gpt, 'read_text', lambda: None)
+    done = flushed(monkeypatch, progression)
     progression.main(['--stages', '1,2,3', '--max_iters', '1', '--device', 'cpu'])
     [(work, jobs)] = given
+    assert done == [True, True, True]
     assert jobs == 2 and [w[3] for w in work] == [1, 1, 1] and '2 at a time' in capsys.readouterr().out
     assert [w[0] for w in work] == [3, 2, 1] # (the largest first: the cores end together)
 

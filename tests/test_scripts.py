@@ -36,7 +36,7 @@ def test_progression_prints_the_table_and_json(tmp_path):
 def test_one_job_trains_with_every_thread_torch_has(monkeypatch, capsys):
     """--jobs 1: the stage trains in this process, on all the threads it has (side by side, a worker takes one)."""
     import gpt, progression
-    for name, value in [(k, v) for k, v in vars(gpt).items() if type(v) in (int, float, str, bool)]:
+    for name, value in [(k, v) for k, v in vars(gpt).items() if type(v) in (int, float, str, bool, type(None))]:
         monkeypatch.setattr(gpt, name, value) # (a stage sets gpt.py's settings: put back after)
     calls, done = [], flushed(monkeypatch, progression)
     monkeypatch.setattr(torch, 'set_num_threads', calls.append)

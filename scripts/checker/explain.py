@@ -134,14 +134,18 @@ def eval_mode(m, args, kwargs, learner):
     """In eval mode no dropout acts: the same input, the same output."""
     with torch.no_grad(), Trace(learner) as t:
         torch.manual_seed(0)
-        one, two = call(m.eval(), args, kwargs), call(m, args, kwargs)
+        one = call(m.eval(), args, kwargs)
     dropping = lambda e: e.kwargs.get('training', e.args[2] if len(e.args) > 2 else True) if e.name == 'dropout' \
         else e.kwargs.get('dropout_p', e.args[4] if len(e.args) > 4 else 0) if e.name == SDPA else False
     at = next((e.at for e in t.events if dropping(e)), None) # (F.dropout trains by default)
     sdpa = at in [e.at for e in t.events if e.name == SDPA]
+    drawn = next((e for e in t.events if e.name.startswith(('rand', 'normal', 'bernoulli'))), None)
+    if at is None and drawn is None: # (nothing random ran: the same output again, not run)
+        return []
+    with torch.no_grad():
+        two = call(m, args, kwargs)
     if not isinstance(one, torch.Tensor) or torch.equal(one.nan_to_num(), two.nan_to_num()):
         return []
-    drawn = next((e for e in t.events if e.name.startswith(('rand', 'normal', 'bernoulli'))), None)
     if at is None and drawn is not None: # (noise made in forward: torch.randn(B, T, C))
         return [('mistake', f"`{learner.source(drawn.at)}` draws random numbers (torch.{drawn.name}) while it runs: "
                  "the same input gives another output each time", drawn.at)]

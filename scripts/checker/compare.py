@@ -392,7 +392,7 @@ def check_part(label, m, kind, ctx, context, learner):
     skipped = [(n, c) for n, c in m.named_children() if f'`{n}`' in never and any(
         ctx.role_of(s) == 'Block' for s in c.modules())] if kind == 'the model' and steps is None else []
     said += [('mistake', f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings "
-              "and lm_head", c.__dict__.get("_made_at")) for n, c in skipped] # (the walk names it where the steps can run)
+              "and lm_head", c.__dict__.get('_made_at')) for n, c in skipped] # (where the steps run, the walk says it)
     never = [n for n in never if n not in [f'`{n}`' for n, _ in skipped]]
     said += [('note', f"your {', '.join(never)} {'is' if len(never) == 1 else 'are'} defined but never used", None)
              ] if never else []

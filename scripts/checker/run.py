@@ -136,10 +136,9 @@ def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
     and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
     where it can); generate returns the prompt and the new tokens, sampled from the last position."""
-    lengths, fed, probs, said, held, given, drawn = [], [], [], [], 'generate runs', [], []
+    fed, probs, said, held, given, drawn = [], [], [], 'generate runs', [], [] # given: (what the model got, where)
     forward, multinomial, alone = m.forward, torch.multinomial, last_alone(m, block)
     def watched(*args, **kwargs): # (self(idx) and self.forward(idx) alike)
-        lengths.append(tensors((args, kwargs))[0].shape[-1])
         given.append((tensors((args, kwargs))[0], learner.line()))
         fed.append(forward(*args, **kwargs))
         return fed[-1]
@@ -162,9 +161,10 @@ def sampling(m, block, learner):
     try:
         phases = [(1, 3), (max(1, block - 1), 3)]
         while phases:
-            (start, new), lengths[:], given[:], drawn[:] = phases.pop(0), [], [], []
+            (start, new), given[:], drawn[:] = phases.pop(0), [], []
             with torch.no_grad():
                 out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
+            lengths = [x.shape[-1] for x, _ in given]
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:

@@ -124,7 +124,13 @@ def test_the_scripts_take_a_learners_checkpoint_with_their_code(tmp_path):
 
 @pytest.mark.parametrize('edit, said', [
     (('nn.ReLU()', 'nn.GELU()'), "your Thinking can't be mapped onto gpt.py's: it computes something else than "
-                                 "the lecture's FeedForward: GELU for ReLU"),
+                                 "the lecture's FeedForward: GELU for ReLU (the lecture's is ReLU)\n"),
+    ((('nn.ReLU()', 'nn.GELU()'), ('nn.Linear(e, 4 * e)', 'nn.Linear(e, 4 * e, bias=False)')), # the other variant too
+     "your Thinking can't be mapped onto gpt.py's: it computes something else than the lecture's FeedForward: GELU for "
+     "ReLU (the lecture's is ReLU) (no bias in the feed-forward's Linear layers (the lecture's have one))\n"),
+    (("self.v = nn.Linear(config['emb_size'], head_dim, bias=False)", "self.v = nn.Linear(config['emb_size'], head_dim)"),
+     "your MultiHead can't be mapped onto gpt.py's: its key, query and value have a bias, and gpt.py's have none "
+     "(scripts/check.py says which part, and why)\n"),
     (("att = att.masked_fill(self.mask[:T, :T] == 0, float('-inf')).softmax(dim=-1)", "att = att.softmax(dim=-1)"),
      "your model is not the lecture's, so our tools can't run it: SelfAttention differs: line 30: no causal mask"),
     (('self.norm = nn.LayerNorm', 'self.norm = nn.Identity'), "your model is not the lecture's, so our tools can't "
@@ -135,7 +141,10 @@ def test_the_scripts_take_a_learners_checkpoint_with_their_code(tmp_path):
 ])
 def test_a_model_that_is_not_the_lectures_gets_one_line_that_names_the_part(edit, said, tmp_path):
     code = tmp_path / 'my_gpt.py'
-    code.write_text(open(LEARNER).read().replace(*edit))
+    text = open(LEARNER).read()
+    for old, new in edit if isinstance(edit[0], tuple) else [edit]:
+        text = text.replace(old, new)
+    code.write_text(text)
     trained(learners_module(code), tmp_path / 'mine.pt', steps=1)
     r = run_here(SAMPLE, f'--ckpt={tmp_path / "mine.pt"}', f'--code={code}', '--max_new_tokens=5')
     assert r.returncode == 1 and r.stderr.startswith(f'error: {code}: ') and r.stderr.count('\n') == 1, r.stderr

@@ -293,7 +293,10 @@ def test_an_out_dir_that_cannot_be_written_is_one_line(tmp_path):
 
 
 def test_importing_is_silent_and_writes_nothing(tmp_path):
-    code = f"import sys; sys.path.insert(0, {ROOT!r}); import gpt, bigram"
+    """Importing gpt, bigram or sample (which explore.py and evaluate.py import) runs nothing, whatever the command
+    line, and writes nothing."""
+    code = (f"import sys; sys.argv = ['x', '--max_new_tokens=oops']; sys.path[:0] = [{ROOT!r}, "
+            f"{os.path.join(ROOT, 'scripts')!r}]; import gpt, bigram, sample")
     r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout == r.stderr == '' and os.listdir(tmp_path) == []
 

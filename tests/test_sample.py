@@ -186,14 +186,6 @@ def test_one_sample_is_shown_a_character_at_a_time(out, monkeypatch, capsys):
     assert len(drawn) == 40 and all(len(c) == 1 for c in drawn[0::2]) and drawn[1::2] == [None] * 20, seen
 
 
-def test_importing_sample_runs_nothing():
-    """explore.py and evaluate.py import sample.py: importing it must not sample, whatever the command line."""
-    r = subprocess.run([sys.executable, '-c', 'import sys; sys.argv = ["x", "--max_new_tokens=oops"]; '
-                        f'sys.path.insert(0, {os.path.join(ROOT, "scripts")!r}); import sample'],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout == r.stderr == '', r
-
-
 def test_a_checkpoint_that_would_run_code_is_refused_without_running_it(tmp_path):
     """A .pt that pickles a call (as a file from the internet might): refused in one line, the call never made."""
     marker = tmp_path / 'ran'

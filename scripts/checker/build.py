@@ -184,7 +184,7 @@ class Builder:
         try: # (their build failing, the class is built alone: its line says why)
             cls = value(call.func)
             params = [p.name for p in inspect.signature(cls).parameters.values()] + [None] * len(call.args)
-            torch.manual_seed(1337)
+            torch.default_generator.manual_seed(1337) # (torch.manual_seed: CUDA's too, a stack kept each time)
             self.building = True
             m = cls(*[given(a, params[i]) for i, a in enumerate(call.args)],
                     **{k.arg: given(k.value, k.arg) for k in call.keywords if k.arg})
@@ -195,7 +195,7 @@ class Builder:
         put_back(put)
     def given(self, expression):
         """The model that --build's expression builds, in the learner's names."""
-        torch.manual_seed(1337)
+        torch.default_generator.manual_seed(1337)
         put = supply(classes_of(self.learner), Settings(self.learner.names, self.learner.own), self.supplied)
         try:
             self.building = True
@@ -226,7 +226,7 @@ class Builder:
         for cls in [c for c in classes if c not in built]:
             raised = []
             for guess in settings.guesses(): # the first that builds, unless a later one also runs
-                torch.manual_seed(1337)
+                torch.default_generator.manual_seed(1337)
                 kwargs = {}
                 try:
                     kwargs = arguments(cls, guess, {c.__module__ for c in classes})

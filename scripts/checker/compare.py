@@ -32,10 +32,11 @@ def close(a, b):
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
         return False
     a, b = a.float(), b.float()
-    finite = a.isfinite()
-    if not torch.equal(finite, b.isfinite()) or not torch.equal(a[~finite].nan_to_num(), b[~finite].nan_to_num()):
-        return False
-    a, b = a[finite], b[finite]
+    finite, other = a.isfinite(), b.isfinite()
+    if not finite.all() or not other.all(): # (a mask's -inf: in the same places in both)
+        if not torch.equal(finite, other) or not torch.equal(a[~finite].nan_to_num(), b[~finite].nan_to_num()):
+            return False
+        a, b = a[finite], b[finite]
     return not a.numel() or (a - b).abs().max().item() <= TOL * max(1e-6, a.abs().max().item(), b.abs().max().item())
 
 def size(t):
@@ -66,17 +67,24 @@ class Theirs:
         self.out = self.canon(out)
         self.found = [(i, c) for i, e in enumerate(self.events) if e.module is None
                       for c in map(self.canon, e.values) if c is not None]
-        self.sizes = [(c.shape, size(c)) for _, c in self.found] # (to pass over most at a glance)
+        # shape: [(event, tensor, its size)], to pass over most at a glance; the answers find gave
+        self.shaped, self.seen = {}, {}
+        for i, c in self.found:
+            self.shaped.setdefault(c.shape, []).append((i, c, size(c)))
         self.sdpa = next((i for i in sorted(self.used) if self.events[i].name == SDPA), None)
     def canon(self, t):
         return canon(t, self.B, self.T) if isinstance(t, torch.Tensor) and t.dim() else None
     def find(self, value, used=True):
         """The event that made value, in any layout (one the output is made of)."""
-        c = self.canon(value)
+        key = isinstance(value, torch.Tensor) and (used, value.shape, value.detach().float().numpy().tobytes())
+        if key not in self.seen: # (a walk asks about each step again and again)
+            self.seen[key] = self.search(self.canon(value), used)
+        return self.seen[key]
+    def search(self, c, used):
         shape, (n, top) = (c.shape, size(c)) if c is not None else (None, (0, 0))
         near = lambda m: abs(m[0] - n) <= TOL * c.numel() * max(m[1], top, 1e-6) # (what close allows, summed)
-        return next((i for (i, t), (s, m) in zip(self.found, self.sizes) if (i in self.used or not used) and
-                     s == shape and near(m) and close(t, c)), None)
+        return next((i for i, t, m in self.shaped.get(shape, ())
+                     if (i in self.used or not used) and near(m) and close(t, c)), None)
     def after(self, i):
         """The events that take event i's result (-1: the input), of those the output is made of."""
         return [k for k in sorted(self.used) if i in self.events[k].parents]
@@ -159,7 +167,8 @@ def best(kind, steps, i, o, swaps, theirs, run):
     tries = [(0, e, dict(o, **{e[0]: e[1]}), swaps) for e in CATALOGUE.get(kind, []) if o[e[0]] == defaults[e[0]]]
     for t in tries + (others(steps, i, o, swaps, theirs) if steps else []):
         new = run(*t[2:])
-        p = -1 if new is None else len(new.values) + 1 if parting(new, theirs) is None else parting(new, theirs)
+        p = -1 if new is None else parting(new, theirs)
+        p = len(new.values) + 1 if p is None else p
         shows = new and (t[0] or not t[1][4] or any(theirs.find(new.values.get(n)) is not None for n in t[1][4]))
         if p > i + NEEDS[t[0]] + (t[0] == 1 and len(t[1]) > 1) and shows: # (the catalogue's, in a value of theirs)
             scored.append((p, t, new))

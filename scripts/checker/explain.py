@@ -133,7 +133,7 @@ def shared_norm(events, ctx):
 def eval_mode(m, args, kwargs, learner):
     """In eval mode no dropout acts: the same input, the same output."""
     with torch.no_grad(), Trace(learner) as t:
-        torch.manual_seed(0)
+        torch.default_generator.manual_seed(0)
         one = call(m.eval(), args, kwargs)
     dropping = lambda e: e.kwargs.get('training', e.args[2] if len(e.args) > 2 else True) if e.name == 'dropout' \
         else e.kwargs.get('dropout_p', e.args[4] if len(e.args) > 4 else 0) if e.name == SDPA else False

@@ -317,7 +317,7 @@ def width(m):
 def runs(m, ctx, x):
     """m's output for x in eval mode, the same random numbers each time (dropout left on mixes nothing)."""
     with torch.no_grad(), torch.random.fork_rng():
-        torch.manual_seed(0)
+        torch.default_generator.manual_seed(0)
         return ctx.call(m.eval(), x)
 
 def mixes_tokens(m, ctx):

@@ -110,7 +110,7 @@ def report(learner, builder, classes, settings):
         ctx.T = None # (a model that works at its block_size only: checked there)
     ctx.held = {id(s) for m in roots if ctx.role_of(m) == 'the model' for s in safe_modules(m)[1:]}
     for m in roots:
-        torch.manual_seed(0)
+        torch.default_generator.manual_seed(0)
         capture(m, ctx) # what each module inside gets, as the model's code runs it
     rep.parts = parts_of(built, ctx, builder)
     if not rep.parts:
@@ -123,7 +123,7 @@ def report(learner, builder, classes, settings):
             stage = stage_of(m, 'the model', LAYOUTS['the model'](m, ctx)[0], ctx)
         stages.update({type(s): max(stage, stages.get(type(s), 0)) for s in m.modules()})
     rep.stage = max(stages.values(), default=7)
-    torch.manual_seed(0)
+    torch.default_generator.manual_seed(0)
     with torch.no_grad(): # no two weights alike; each saved, to be put back
         saved = [(p, p.clone()) for p in {id(p): p for m in roots for p in m.parameters()}.values()]
         for p, _ in saved:

@@ -8,14 +8,17 @@ import contextlib, inspect, math
 import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_flatten
 
 from checker.build import safe_modules
 from checker.lecture import MEANING, norm, out_of, vocab
 from checker.load import NOTEBOOK, message
 
 def tensors(tree):
-    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+    """The tensors in a tensor, or in the tuples, lists and dicts of them that torch calls take and give."""
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    items = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (tuple, list)) else ()
+    return [t for item in items for t in tensors(item)]
 
 class Event:
     """A torch call ('softmax', ...) or a module's ('module'), at the learner's line: its arguments, its output

@@ -184,7 +184,7 @@ class Builder:
         try: # (their build failing, the class is built alone: its line says why)
             cls = value(call.func)
             params = [p.name for p in inspect.signature(cls).parameters.values()] + [None] * len(call.args)
-            torch.default_generator.manual_seed(1337) # (torch.manual_seed: CUDA's too, a stack kept each time)
+            torch.default_generator.manual_seed(1337) # (not torch.manual_seed: slow, CUDA's too)
             self.building = True
             m = cls(*[given(a, params[i]) for i, a in enumerate(call.args)],
                     **{k.arg: given(k.value, k.arg) for k in call.keywords if k.arg})

@@ -33,7 +33,7 @@ def close(a, b):
         return False
     a, b = a.float(), b.float()
     finite, other = a.isfinite(), b.isfinite()
-    if not finite.all() or not other.all(): # (a mask's -inf: in the same places in both)
+    if not finite.all() or not other.all(): # (a mask's -inf)
         if not torch.equal(finite, other) or not torch.equal(a[~finite].nan_to_num(), b[~finite].nan_to_num()):
             return False
         a, b = a[finite], b[finite]
@@ -67,24 +67,22 @@ class Theirs:
         self.out = self.canon(out)
         self.found = [(i, c) for i, e in enumerate(self.events) if e.module is None
                       for c in map(self.canon, e.values) if c is not None]
-        # shape: [(event, tensor, its size)], to pass over most at a glance; the answers find gave
-        self.shaped, self.seen = {}, {}
+        self.shaped, self.seen = {}, {} # shape: [(event, tensor, size)], to pass most over; find's answers
         for i, c in self.found:
             self.shaped.setdefault(c.shape, []).append((i, c, size(c)))
         self.sdpa = next((i for i in sorted(self.used) if self.events[i].name == SDPA), None)
     def canon(self, t):
         return canon(t, self.B, self.T) if isinstance(t, torch.Tensor) and t.dim() else None
     def find(self, value, used=True):
-        """The event that made value, in any layout (one the output is made of)."""
+        """The event that made value, in any layout (one the output is made of); a walk asks again and again."""
         key = isinstance(value, torch.Tensor) and (used, value.shape, value.detach().float().numpy().tobytes())
-        if key not in self.seen: # (a walk asks about each step again and again)
-            self.seen[key] = self.search(self.canon(value), used)
+        if key not in self.seen:
+            c = self.canon(value)
+            shape, (n, top) = (c.shape, size(c)) if c is not None else (None, (0, 0))
+            near = lambda m: abs(m[0] - n) <= TOL * c.numel() * max(m[1], top, 1e-6) # (what close allows, summed)
+            self.seen[key] = next((i for i, t, m in self.shaped.get(shape, ())
+                                   if (i in self.used or not used) and near(m) and close(t, c)), None)
         return self.seen[key]
-    def search(self, c, used):
-        shape, (n, top) = (c.shape, size(c)) if c is not None else (None, (0, 0))
-        near = lambda m: abs(m[0] - n) <= TOL * c.numel() * max(m[1], top, 1e-6) # (what close allows, summed)
-        return next((i for i, t, m in self.shaped.get(shape, ())
-                     if (i in self.used or not used) and near(m) and close(t, c)), None)
     def after(self, i):
         """The events that take event i's result (-1: the input), of those the output is made of."""
         return [k for k in sorted(self.used) if i in self.events[k].parents]

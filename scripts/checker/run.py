@@ -14,7 +14,7 @@ from checker.lecture import MEANING, norm, out_of, vocab
 from checker.load import NOTEBOOK, message
 
 def tensors(tree):
-    """The tensors in a tensor, or in the tuples, lists and dicts of them that torch calls take and give."""
+    """The tensors in nested tuples, lists and dicts."""
     if isinstance(tree, torch.Tensor):
         return [tree]
     items = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (tuple, list)) else ()

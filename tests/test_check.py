@@ -56,6 +56,10 @@ def test_our_own_scripts_match(script):
                                          '1 of 1 parts match the lecture at stage 1 (bigram, 22:11)')
     if script == 'gpt.py': # the attention the fast_attention switch turns on: no part of the model built
         assert 'note: no model of yours uses BatchedMultiHeadAttention: not checked' in r.stdout
+    else: # what holds, said as a success: a bigram reads one token, so it runs on past block_size uncropped
+        assert re.search(r'^BigramLanguageModel  matches stage 1 \(bigram, 22:11\); the past never hears the future, '
+                         r'batch rows never talk, generate runs past block_size, loss at init \d\.\d\d \(about ln 65 = '
+                         r'4\.17 expected\)$', r.stdout, re.M), r.stdout
 
 
 MISTAKES = [ # (the part, the change, what the checker says, the line it cites: the first holding this)

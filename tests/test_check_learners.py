@@ -580,6 +580,11 @@ def test_a_setting_the_file_never_sets_anywhere_is_a_mistake_at_its_first_use(tm
     (tmp_path / 'mine.py').write_text(text.replace('\nmodel = CharGPT(65)\n', '')) # (built by the checker alone)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     assert r.returncode == 0 and r.stdout.startswith('note: your code reads p_dropout=0.2, which it never sets'), r.stdout
+    branch = "import os\nif os.environ.get('RANK'):\n    p_dropout = 0.0\nelse:\n    p_dropout = 0.1\n" # (unrun)
+    (tmp_path / 'mine.py').write_text(text.replace('d_model = 32\n', 'd_model = 32\n' + branch))
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and r.stdout.startswith(
+        "note: checked with p_dropout=0.2: your code sets it only in lines the checker doesn't run\n"), r.stdout
 
 
 def test_a_long_name_of_the_learners_own_is_read_by_the_words_in_it(tmp_path):

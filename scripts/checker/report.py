@@ -228,9 +228,16 @@ def lines(rep, settings):
             slips.append((at, f"{name} is never set anywhere in the file, so this raises NameError; checked with "
                               f"the lecture's {value}"))
     out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
-    given = sorted(f"{name}={value}" for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
+    given = sorted((name, value) for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
         f"{name} is never set" in words for _, words in slips))
-    out += [f"note: your code reads {', '.join(given)}, which it never sets: the lecture's values"] * bool(given)
+    elsewhere = {name for name, _ in given if sets(learner, name, parameters=False)} # (in an if, in main())
+    never = [f"{name}={value}" for name, value in given if name not in elsewhere]
+    if never:
+        out.append(f"note: your code reads {', '.join(never)}, which it never sets: the lecture's values")
+    if elsewhere:
+        them = 'it' if len(elsewhere) == 1 else 'them'
+        values = ', '.join(f"{name}={value}" for name, value in given if name in elsewhere)
+        out.append(f"note: checked with {values}: your code sets {them} only in lines the checker doesn't run")
     built = [f"{p.label} as {learner.place(at)} builds it" for p in rep.parts if p.kind == 'the model'
              for model, at in builder.models if model is p.m and at]
     out += [f"note: checked {', '.join(built)}"] * bool(built)
@@ -244,13 +251,13 @@ def lines(rep, settings):
     return out + [f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
                   (f"; look at {', '.join(look)}" if look else '')]
 
-def sets(learner, name):
+def sets(learner, name, parameters=True):
     """Whether the learner's code gives name a value anywhere (set, defined, imported, a parameter)."""
     for text in learner.texts.values():
         with contextlib.suppress(SyntaxError):
             nodes = ast.walk(ast.parse('\n'.join(text)))
             if any(getattr(n, 'id', None) == name and isinstance(n.ctx, ast.Store) or name in (
-                    getattr(n, 'name', None), getattr(n, 'arg', None), getattr(n, 'asname', None)) or
+                    getattr(n, 'name', None), parameters and getattr(n, 'arg', None), getattr(n, 'asname', None)) or
                    isinstance(n, ast.alias) and n.name.split('.')[0] == name for n in nodes):
                 return True
     return False

@@ -3,6 +3,7 @@ tests (scripts, a notebook, a project of several files), with names, signatures,
 their own. Each says in its `# expect` lines the verdict it must get; every file not expected to differ
 must match in every part."""
 import json
+import math
 import os
 import re
 import shutil
@@ -622,3 +623,16 @@ def test_a_bigram_grown_to_embeddings_and_lm_head_says_so(tmp_path):
     assert r.returncode == 0 and parts(r.stdout)['BigramLanguageModel'].startswith(
         "matches stage 1 (bigram, 22:11), with stage 2's token and position embeddings and lm_head, before its "
         "head"), r.stdout
+
+
+def test_a_loss_at_init_more_than_one_above_ln_vocab_is_named_with_its_figure(tmp_path):
+    """gpt.py with lm_head drawn at std 0.09 after its init: a loss at init between ln 65 + 1 and ln 65 + 2, where
+    the lecture's 4.2 to 4.9 is within 1 of ln 65."""
+    with open(os.path.join(ROOT, 'gpt.py'), encoding='utf-8') as f:
+        text = f.read().replace('        self.apply(self._init_weights)\n', '        self.apply(self._init_weights)\n'
+                                '        nn.init.normal_(self.lm_head.weight, std=0.09)\n')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    said = re.search(r'^GPTLanguageModel +differs: its loss at init is (\d\.\d\d), where about ln 65 = 4\.17 is '
+                     r'expected \(the lecture.s 4\.2 to 4\.9\); otherwise it matches', r.stdout, re.M)
+    assert r.returncode == 1 and said and math.log(65) + 1 < float(said.group(1)) < math.log(65) + 2, r.stdout

@@ -625,6 +625,20 @@ def test_a_bigram_grown_to_embeddings_and_lm_head_says_so(tmp_path):
         "head"), r.stdout
 
 
+def test_a_model_that_returns_its_loss_first_is_read_by_what_each_value_is(tmp_path):
+    """forward returns (loss, logits), and the file's own calls unpack it so: the logits are the tensor that
+    isn't one number (the loss, None without targets), and the loss at init is the one that is."""
+    with open(os.path.join(ROOT, 'gpt.py'), encoding='utf-8') as f:
+        text = f.read().replace('return logits, loss', 'return loss, logits')
+    text = text.replace('logits, loss = ', 'loss, logits = ')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 0 and r.stdout.endswith('\n5 of 5 parts match gpt.py\n'), r.stdout
+    assert re.search(r'generate crops to block_size and runs past it, loss at init \d\.\d\d \(about ln 65',
+                     found['GPTLanguageModel']), r.stdout
+
+
 def test_a_loss_at_init_more_than_one_above_ln_vocab_is_named_with_its_figure(tmp_path):
     """gpt.py with lm_head drawn at std 0.09 after its init: a loss at init between ln 65 + 1 and ln 65 + 2, where
     the lecture's 4.2 to 4.9 is within 1 of ln 65."""
@@ -636,3 +650,4 @@ def test_a_loss_at_init_more_than_one_above_ln_vocab_is_named_with_its_figure(tm
     said = re.search(r'^GPTLanguageModel +differs: its loss at init is (\d\.\d\d), where about ln 65 = 4\.17 is '
                      r'expected \(the lecture.s 4\.2 to 4\.9\); otherwise it matches', r.stdout, re.M)
     assert r.returncode == 1 and said and math.log(65) + 1 < float(said.group(1)) < math.log(65) + 2, r.stdout
+

@@ -87,9 +87,11 @@ MISSING = {'scaled': 'the 1/sqrt(head_size) scale is missing',
            'ln2': 'no LayerNorm (ln2) of x before the feed-forward'}
 
 def out_of(result):
-    """The tensor of a part that returns (out, ...), {'logits': ...} or out."""
+    """The tensor of a part that returns (out, ...), (loss, out), {'logits': ...} or out."""
     result = result.get('logits', next(iter(result.values()), None)) if isinstance(result, dict) else result
-    return result[0] if isinstance(result, (tuple, list)) and result else result
+    if isinstance(result, (tuple, list)) and result: # (beside it a loss: None, or one number)
+        return next((t for t in result if isinstance(t, torch.Tensor) and t.dim()), result[0])
+    return result
 
 def attend(q, k, v, x, o, at):
     """wei = softmax(q @ k^T * head_size**-0.5, the future masked), then wei @ v; each (..., T, hs)."""

@@ -244,7 +244,9 @@ def invariants(m, T, learner, block):
                 not torch.allclose(logits_of(m, other)[0], logits[0], atol=1e-5))
             if targets_of(m):
                 out = m(idx, **{targets_of(m): targets}) # (logits, loss), {'loss': ...}, or the loss alone
-                loss = out.get('loss') if isinstance(out, dict) else out[1] if isinstance(out, (tuple, list)) else out
+                loss = out.get('loss') if isinstance(out, dict) else out
+                if isinstance(out, (tuple, list)): # (in either order)
+                    loss = next((t for t in out if isinstance(t, torch.Tensor) and t.numel() == 1), None)
         problems += sampling(m, block, learner) if hasattr(m, 'generate') else []
     except Exception as e: # the model itself fails: its own line says where
         return [('mistake', f"running it raised {message(e)}")], None

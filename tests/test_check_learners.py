@@ -651,3 +651,21 @@ def test_a_loss_at_init_more_than_one_above_ln_vocab_is_named_with_its_figure(tm
                      r'expected \(the lecture.s 4\.2 to 4\.9\); otherwise it matches', r.stdout, re.M)
     assert r.returncode == 1 and said and math.log(65) + 1 < float(said.group(1)) < math.log(65) + 2, r.stdout
 
+
+@pytest.mark.parametrize('call, named', [('F.scaled_dot_product_attention(q, k, self.value(x), is_causal=True)', True),
+                                         ('F.scaled_dot_product_attention(q, k, self.value(x), is_causal=True, '
+                                          'dropout_p=self.dropout.p if self.training else 0)', False)])
+def test_attention_in_one_call_without_dropout_p_is_named_a_variant(call, named, tmp_path):
+    """gpt.py's Head as F.scaled_dot_product_attention: the weights it makes unseen are dropped out only if
+    dropout_p is passed (in eval mode it is 0 either way)."""
+    with open(os.path.join(ROOT, 'gpt.py'), encoding='utf-8') as f:
+        text = f.read()
+    start, end = text.index('        wei = q @ k.transpose(-2, -1)'), text.index('        return out\n')
+    (tmp_path / 'mine.py').write_text(text[:start] + f'        out = {call}\n' + text[end:])
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 0 and found['Head'].startswith('matches: '), r.stdout
+    at = cited(text[:start] + f'        out = {call}\n' + text[end:], 'out = F.scaled_dot_product_attention')
+    assert (f'{at}: a variant, no dropout after the attention weights, wei (the lecture drops out there)' in
+            found['Head']) == named, found['Head']
+    assert f'{at}: a variant, F.scaled_dot_product_attention' in found['Head'], found['Head']

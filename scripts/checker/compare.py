@@ -9,13 +9,13 @@ from typing import NamedTuple
 import torch
 
 from checker import explain
+from checker.explain import SDPA # PyTorch's attention: the scale, the mask and the softmax in one call
 from checker.lecture import (ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP,
                              STRUCTURE, Steps, layers, out_of, places, stage_of, width)
 from checker.load import Missing, message
 from checker.run import Trace, call, tensors
 
 TOL = 1e-4 # relative: the same math in another order differs by about 1e-6; a mistake, by far more
-SDPA = 'scaled_dot_product_attention' # PyTorch's attention: the scale, the mask and the softmax in one call
 ALIBI = 'a bias by distance added to the affinities (ALiBi), for a position table'
 INSIDE = ('q @ k^T', 'scaled', 'masked', 'softmax', 'masked after') # the steps it makes unseen
 AFTER = ('masked', 'softmax', 'ln_f', 'blocks') # a step skipped is shown where what follows takes its input
@@ -425,11 +425,14 @@ def dropouts(kind, steps, theirs, events, m, stage):
     (in a model that drops out); F.scaled_dot_product_attention."""
     mine, found = explain.own_lines(m), []
     drops = [e for e in events if e.name == 'dropout' or type(e.module).__name__ == 'Dropout']
-    dropped = {theirs.find(e.args[0], used=False) for e in drops if kind in KEPT and stage == 7} - {None} # (slow)
+    dropped = {theirs.find(e.args[0], used=False) for e in drops if kind in KEPT and stage == 7} - {None}
     for group, words in KEPT.get(kind, []) if stage == 7 else []:
         last = next((n for n in group[::-1] if n in steps.values), None)
         made = theirs.find(steps.values[last], used=False) if last else None
-        if made is not None and made not in dropped and not (theirs.sdpa is not None and group is WEI[0]):
+        if theirs.sdpa is not None and group is WEI[0]: # (its wei unseen: dropout_p, given or not)
+            e = theirs.events[theirs.sdpa]
+            made = theirs.sdpa if 'dropout_p' not in e.kwargs and len(e.args) < 5 else None
+        if made is not None and made not in dropped:
             words = f"no dropout after {words} (the lecture drops out there)"
             found.append(('variant', words, theirs.where(made)))
     for e in [e for e in drops if e.at in mine]:

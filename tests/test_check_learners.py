@@ -669,3 +669,45 @@ def test_attention_in_one_call_without_dropout_p_is_named_a_variant(call, named,
     assert (f'{at}: a variant, no dropout after the attention weights, wei (the lecture drops out there)' in
             found['Head']) == named, found['Head']
     assert f'{at}: a variant, F.scaled_dot_product_attention' in found['Head'], found['Head']
+
+
+TEXT_GENERATE = '''import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+with open('input.txt') as f:
+    text = f.read()
+chars = sorted(set(text))
+stoi, itos = {c: i for i, c in enumerate(chars)}, dict(enumerate(chars))
+
+
+class BigramLanguageModel(nn.Module):
+    def __init__(self, vocab_size):
+        super().__init__()
+        self.token_embedding_table = nn.Embedding(vocab_size, vocab_size)
+
+    def forward(self, idx, targets=None):
+        logits = self.token_embedding_table(idx)
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+    def generate(self, first_char, max_new_tokens):
+        out = first_char
+        for _ in range(max_new_tokens):
+            logits, _ = self(torch.tensor([[stoi[out[-1]]]]))
+            out += itos[torch.multinomial(F.softmax(logits[:, -1], dim=-1), num_samples=1).item()]
+        return out
+
+
+model = BigramLanguageModel(len(chars))
+'''
+
+
+def test_a_generate_that_takes_and_returns_text_is_checked_as_text(tmp_path):
+    """generate(first_char, max_new_tokens) on characters, through the file's stoi and itos (which the data
+    makes, so the checker stands in for them): called with a text prompt once tokens fail, not blamed."""
+    (tmp_path / 'mine.py').write_text(TEXT_GENERATE)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and re.search(r'^BigramLanguageModel  matches stage 1 \(bigram, 22:11\); the past never '
+                                           r'hears the future, batch rows never talk, generate feeds the last token '
+                                           r'only, all that the model reads, loss at init', r.stdout, re.M), r.stdout

@@ -101,23 +101,26 @@ COUNT = ('new', 'len', 'num', 'max', 'count', 'step', 'token', 'char', 'many') #
 
 def generate(m, idx, n):
     """m.generate(idx, n new tokens), its parameters by what they mean (a first one by no known name: idx, else
-    the count; the CPU; the rest their defaults): (what it returns, what it raised, whether it took idx)."""
-    errors = []
-    for first_is_idx in (True, False):
+    the count, else idx as text; the CPU; the rest their defaults): (what it returns, what it raised, whether it
+    took idx, 'text')."""
+    errors, text = [], '\n' * idx.shape[1] if len(idx) == 1 else None
+    for prompt, first_is_idx in [(idx, True), (idx, False)] + ([(text, True)] if text else []):
         kwargs, params = {}, inspect.signature(m.generate).parameters.values()
         try:
             for i, p in enumerate(p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)):
                 name = norm(p.name)
                 counts = name == 'n' or any(w in name for w in COUNT) and name not in IDX
-                if name in IDX or i == 0 and p.default is p.empty and not counts and first_is_idx:
-                    kwargs[p.name], first_is_idx = idx, False
+                first = i == 0 and p.default is p.empty and first_is_idx and (not counts or prompt is text)
+                if name in IDX or first: # (generate(first_char, n))
+                    kwargs[p.name], first_is_idx = prompt, False
                 elif counts or p.annotation is int and p.default is p.empty:
                     kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
-            return m.generate(**kwargs), None, any(v is idx for v in kwargs.values())
+            took = any(v is prompt for v in kwargs.values()) and (prompt is idx or 'text')
+            return m.generate(**kwargs), None, took
         except Exception as e:
             errors.append(e)
     return None, errors[0], True
@@ -167,6 +170,7 @@ def sampling(m, block, learner):
             (start, new), given[:], drawn[:] = phases.pop(0), [], []
             with torch.no_grad():
                 out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
+                texts = prompted
             lengths = [x.shape[-1] for x, _ in given]
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
@@ -203,7 +207,7 @@ def sampling(m, block, learner):
         del fed[kept[0]:], probs[kept[1]:]
         one = learner.raised(e) and 'converted to Scalar' not in str(e) if e else \
             isinstance(out, torch.Tensor) and out.shape[0] != 2 # (.item() on each token: it prints one stream)
-        if prompted and one:
+        if prompted and one and texts != 'text':
             said.append(('mistake', "generate takes one prompt only: on a batch of 2 it " + (f"raises {message(e)}"
                          if e else f"returns {tuple(out.shape)}") + " (the lecture's samples each row of idx)"))
     finally:

@@ -67,14 +67,14 @@ class Theirs:
         self.out = self.canon(out)
         self.found = [(i, c) for i, e in enumerate(self.events) if e.module is None
                       for c in map(self.canon, e.values) if c is not None]
-        self.shaped, self.seen = {}, {} # shape: [(event, tensor, size)], to pass most over; find's answers
+        self.shaped, self.seen = {}, {} # shape: [(event, tensor, size)], to pass most over; what find found
         for i, c in self.found:
             self.shaped.setdefault(c.shape, []).append((i, c, size(c)))
         self.sdpa = next((i for i in sorted(self.used) if self.events[i].name == SDPA), None)
     def canon(self, t):
         return canon(t, self.B, self.T) if isinstance(t, torch.Tensor) and t.dim() else None
     def find(self, value, used=True):
-        """The event that made value, in any layout (one the output is made of); a walk asks again and again."""
+        """The event that made value, in any layout (one the output is made of); kept: walks ask again."""
         key = isinstance(value, torch.Tensor) and (used, value.shape, value.detach().float().numpy().tobytes())
         if key not in self.seen:
             c = self.canon(value)
@@ -429,7 +429,7 @@ def dropouts(kind, steps, theirs, events, m, stage):
     for group, words in KEPT.get(kind, []) if stage == 7 else []:
         last = next((n for n in group[::-1] if n in steps.values), None)
         made = theirs.find(steps.values[last], used=False) if last else None
-        if theirs.sdpa is not None and group is WEI[0]: # (its wei unseen: dropout_p, given or not)
+        if theirs.sdpa is not None and group is WEI[0]: # (its wei unseen: dropout_p given or not)
             e = theirs.events[theirs.sdpa]
             made = theirs.sdpa if 'dropout_p' not in e.kwargs and len(e.args) < 5 else None
         if made is not None and made not in dropped:

@@ -230,7 +230,7 @@ def lines(rep, settings):
     out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
     given = sorted((name, value) for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
         f"{name} is never set" in words for _, words in slips))
-    elsewhere = {name for name, _ in given if sets(learner, name, parameters=False)} # (in an if, in main())
+    elsewhere = {name for name, _ in given if sets(learner, name, parameters=False)} # (in an if, main())
     never = [f"{name}={value}" for name, value in given if name not in elsewhere]
     if never:
         out.append(f"note: your code reads {', '.join(never)}, which it never sets: the lecture's values")

@@ -17,8 +17,8 @@ def tensors(tree):
     """The tensors in nested tuples, lists and dicts."""
     if isinstance(tree, torch.Tensor):
         return [tree]
-    items = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (tuple, list)) else ()
-    return [t for item in items for t in tensors(item)]
+    tree = list(tree.values()) if isinstance(tree, dict) else tree
+    return [t for item in tree for t in tensors(item)] if isinstance(tree, (tuple, list)) else []
 
 class Event:
     """A torch call ('softmax', ...) or a module's ('module'), at the learner's line: its arguments, its output
@@ -170,7 +170,7 @@ def sampling(m, block, learner):
             (start, new), given[:], drawn[:] = phases.pop(0), [], []
             with torch.no_grad():
                 out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
-                texts = prompted
+                as_text = prompted == 'text'
             lengths = [x.shape[-1] for x, _ in given]
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
@@ -207,7 +207,7 @@ def sampling(m, block, learner):
         del fed[kept[0]:], probs[kept[1]:]
         one = learner.raised(e) and 'converted to Scalar' not in str(e) if e else \
             isinstance(out, torch.Tensor) and out.shape[0] != 2 # (.item() on each token: it prints one stream)
-        if prompted and one and texts != 'text':
+        if prompted and one and not as_text:
             said.append(('mistake', "generate takes one prompt only: on a batch of 2 it " + (f"raises {message(e)}"
                          if e else f"returns {tuple(out.shape)}") + " (the lecture's samples each row of idx)"))
     finally:

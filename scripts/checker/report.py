@@ -219,18 +219,18 @@ def lines(rep, settings):
     out = [f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
            "a part that calls one says so"] * bool(missing)
     out += [f"note: left out: {e}" for e in learner.notes.get('unread', [])]
-    slips = learner.notes.setdefault('slips', [])
+    slips, (values, parameters) = learner.notes.setdefault('slips', []), named(learner)
     for name, value in sorted(builder.supplied): # (one a file of settings never sets: a NameError, theirs)
         at = next(((w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
                    if re.search(rf"\b{name}\b", line)), None)
         made = at is not None and any(c.__name__ in builder.made and at in code_lines(c) for c in classes_of(learner))
-        if made and len(settings.found) > 1 and not sets(learner, name): # (a fragment pasted alone sets none)
+        if made and len(settings.found) > 1 and name not in values | parameters: # (a fragment alone sets none)
             slips.append((at, f"{name} is never set anywhere in the file, so this raises NameError; checked with "
                               f"the lecture's {value}"))
     out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
     given = sorted((name, value) for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
         f"{name} is never set" in words for _, words in slips))
-    elsewhere = {name for name, _ in given if sets(learner, name, parameters=False)} # (in an if, main())
+    elsewhere = {name for name, _ in given if name in values} # (in an if, main())
     never = [f"{name}={value}" for name, value in given if name not in elsewhere]
     if never:
         out.append(f"note: your code reads {', '.join(never)}, which it never sets: the lecture's values")
@@ -251,16 +251,17 @@ def lines(rep, settings):
     return out + [f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
                   (f"; look at {', '.join(look)}" if look else '')]
 
-def sets(learner, name, parameters=True):
-    """Whether the learner's code gives name a value anywhere (set, defined, imported, a parameter)."""
+def named(learner):
+    """The names the learner's code gives a value anywhere (set, defined, imported: torch.nn's torch), and its
+    parameters'."""
+    values, parameters = set(), set()
     for text in learner.texts.values():
         with contextlib.suppress(SyntaxError):
-            nodes = ast.walk(ast.parse('\n'.join(text)))
-            if any(getattr(n, 'id', None) == name and isinstance(n.ctx, ast.Store) or name in (
-                    getattr(n, 'name', None), parameters and getattr(n, 'arg', None), getattr(n, 'asname', None)) or
-                   isinstance(n, ast.alias) and n.name.split('.')[0] == name for n in nodes):
-                return True
-    return False
+            for n in ast.walk(ast.parse('\n'.join(text))):
+                stored = isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                values |= {stored and n.id, (getattr(n, 'name', None) or '').split('.')[0], getattr(n, 'asname', None)}
+                parameters.add(getattr(n, 'arg', None))
+    return values, parameters
 
 def check(learner, builder):
     """The Report; their globals and random numbers left as they were."""

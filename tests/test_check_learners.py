@@ -630,6 +630,46 @@ def test_a_bigram_grown_to_embeddings_and_lm_head_says_so(tmp_path):
         "head"), r.stdout
 
 
+BLOCKS = """class Block(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.sa = MultiHeadAttention(n_head, n_embd // n_head)
+        self.ffwd = FeedFoward(n_embd)
+
+    def forward(self, x):
+        x = self.sa(x)
+        x = self.ffwd(x)
+        return x
+
+
+class BigramLanguageModel(nn.Module):"""
+
+
+@pytest.mark.parametrize('residual', [False, True])
+def test_the_lectures_first_blocks_are_its_stage_and_with_residual_connections_the_next(residual, tmp_path):
+    """Stage 4's heads and one-Linear feed-forward grouped in Blocks with no residual connection, as the lecture
+    runs them just before 1:26:48: its stage, no mistake. With x + sa(x) and x + ffwd(x), the Blocks are stage
+    5's, which adds proj and the 4x feed-forward with them: their absence is named."""
+    text = open(os.path.join(LEARNERS, 'stage4_feed_forward.py'), encoding='utf-8').read()
+    text = text.replace('        self.ffwd = FeedFoward(n_embd)\n', '').replace(
+        'class BigramLanguageModel(nn.Module):', BLOCKS).replace(
+        'MultiHeadAttention(4, n_embd//4)', 'nn.Sequential(*[Block(n_embd, 4) for _ in range(3)])').replace(
+        '        x = self.ffwd(x)\n        logits', '        logits')
+    if residual:
+        text = text.replace('x = self.sa(x)', 'x = x + self.sa(x)').replace('x = self.ffwd(x)', 'x = x + self.ffwd(x)')
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    if not residual:
+        assert r.returncode == 0 and r.stdout.endswith('5 of 5 parts match the lecture at stage 4 (feed-forward, '
+                                                       '1:24:25)\n'), r.stdout
+        return
+    assert r.returncode == 1 and found['Block'] == 'matches stage 5 (residual connections, 1:26:48)', r.stdout
+    assert found['MultiHeadAttention'] == 'differs: line 57: no proj after the heads (added with the residual ' \
+        'connections)', r.stdout
+    assert found['FeedFoward'].startswith('differs: line 66: one Linear layer; from 1:26:48'), r.stdout
+
+
 def test_a_model_that_returns_its_loss_first_is_read_by_what_each_value_is(tmp_path):
     """forward returns (loss, logits), and the file's own calls unpack it so: the logits are the tensor that
     isn't one number (the loss, None without targets), and the loss at init is the one that is."""

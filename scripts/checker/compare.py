@@ -120,9 +120,11 @@ def parting(steps, theirs):
     same = theirs.out is not None and close(theirs.out, theirs.canon(steps.values['output']))
     return None if same and last == len(names) - 1 else last + 1
 
-def walk(kind, lay, x, theirs):
+def walk(kind, lay, x, theirs, context):
     """([(kind, words, at)] of what their part does otherwise, step by step; whether that is all; the steps)."""
     compute, o = LECTURES[kind][0], dict(LECTURES[kind][1])
+    if kind == 'Block' and context == 4: # the lecture's first Blocks: no residual connections
+        o['residual'] = False
     run, swaps, said = lambda o, swaps: lecture(compute, lay, x, o, swaps), {}, []
     for _ in range(6):
         steps = run(o, swaps)
@@ -380,7 +382,7 @@ def check_part(label, m, kind, ctx, context, learner):
         return 'differs', said or [('mistake', f"your {label} {e.args[0]}", None)], 7, None
     theirs = Theirs(t, out_of(raw), x.shape[0], x.shape[1], learner, m)
     random = any('eval mode' in f[1] or 'while it runs' in f[1] for f in said) # (nothing to compare with)
-    walks = [] if random else [(walk(kind, lay, x, theirs), lay) for lay in layouts]
+    walks = [] if random else [(walk(kind, lay, x, theirs, context), lay) for lay in layouts]
     (found, ok, steps), lay = max(walks, key=lambda w: (w[0][1], -sum(f[0] == 'mistake' for f in w[0][0]))) \
         if walks else (([], True, None), layouts[0])
     stage = stage_of(m, kind, lay, ctx)

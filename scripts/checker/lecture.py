@@ -164,7 +164,7 @@ def block(lay, x, o, at):
             x = at(n, ln(x), x)
         h = at(name, call(f, x if o['norm'] in ('stream', 'branch') else at(n, ln(x), x)))
         h = at(n, ln(h), h) if o['norm'] == 'branch' else h # x = x + ln(f(x))
-        x = at(f'x + {name}', x + h, h)
+        x = at(f'x + {name}', x + h, h) if o['residual'] else h # (before 1:26:48: none)
     return x
 
 def model(lay, idx, o, at):
@@ -195,7 +195,7 @@ ATTENTION = dict(scale='hs', mask='before', kq=False, values=True, rotary=None)
 LECTURES = { # role: (its computation, its options as the lecture has them)
     'Head': (head, ATTENTION), 'MultiHeadAttention': (mha, {}),
     'fused attention': (fused, dict(ATTENTION, split='heads', merge='heads')),
-    'FeedForward': (ffwd, dict(act='relu')), 'Block': (block, dict(norm='pre', swap=False)),
+    'FeedForward': (ffwd, dict(act='relu')), 'Block': (block, dict(norm='pre', swap=False, residual=True)),
     'the model': (model, dict(positions='table')), 'LayerNorm': (layernorm, dict(var='biased', rms=False, dim=-1))}
 
 # role: [(option, value, kind, words, the steps whose lines are shown)]: an option of the role's computation
@@ -476,6 +476,20 @@ LAYOUTS = { # role: the ways the learner's layers may map to the lecture's
         c if isinstance(c, nn.ModuleList) else [c]) if ctx.role_of(h) in ATTENTIONS], proj=projection(m, ctx))],
     'Block': block_layouts, 'the model': model_layouts, 'LayerNorm': norm_layouts, 'FeedForward': ffwd_layouts}
 
+def blocks_step(m, ctx):
+    """Whether m's Blocks are the lecture's first (1:24:25 to 1:26:48): x = ffwd(sa(x)), with no residual
+    connections, no proj after the heads, one Linear in the feed-forward."""
+    kinds = ('Block', 'MultiHeadAttention', 'FeedForward')
+    parts = [(s, k) for s in m.modules() for k in [ctx.role_of(s)] if k in kinds]
+    for s, k in parts:
+        lay, x = LAYOUTS[k](s, ctx)[0], ctx.example(s)[0][0]
+        if k != 'Block' and stage_of(s, k, lay, ctx) >= 5:
+            return False
+        chained = ctx.call(lay['ffwd'], ctx.call(lay['sa'], x)) if k == 'Block' else None
+        if k == 'Block' and not torch.allclose(runs(s, ctx, x), chained, rtol=1e-4, atol=1e-5):
+            return False
+    return any(k == 'FeedForward' for _, k in parts)
+
 def stage_of(m, kind, lay, ctx):
     """The stage of the lecture a part's layers belong to (7: gpt.py's)."""
     norms = any(ctx.role_of(s) == 'LayerNorm' for s in m.modules() if s is not m)
@@ -484,7 +498,10 @@ def stage_of(m, kind, lay, ctx):
         if lay['bigram'] or 'Block' not in kinds:
             return 1 if lay['bigram'] or not kinds else 4 if 'FeedForward' in kinds else \
                 3 if set(kinds) - {'Head'} else 2
-        return 5 if not norms else 7 if has(m, nn.Dropout) else 6
-    if kind in ('Block', 'MultiHeadAttention', 'fused attention'):
-        return (7 if norms else 5) if kind == 'Block' else 7 if lay['proj'] is not None else 3
+    if kind in ('Block', 'the model'):
+        if norms:
+            return 7 if kind == 'Block' or has(m, nn.Dropout) else 6
+        return 4 if blocks_step(m, ctx) else 5
+    if kind in ('MultiHeadAttention', 'fused attention'):
+        return 7 if lay['proj'] is not None else 3
     return 4 if kind == 'FeedForward' and len(lay['linears']) == 1 else 7

@@ -280,10 +280,15 @@ def test_resuming_from_no_checkpoint_or_a_damaged_one_is_one_line(tmp_path, make
 
 
 def test_resuming_with_another_shape_is_one_line(tmp_path):
+    """Each setting that shapes the weights, told apart from the checkpoint's: one line naming those that differ."""
     assert run_here('gpt.py', *TINY_GPT, '--max_iters=0', cwd=tmp_path).returncode == 0
     r = run_here('gpt.py', *TINY_GPT, '--n_embd=32', '--resume=True', cwd=tmp_path)
     assert r.returncode == 1 and r.stderr == ('error: cannot resume from out/ckpt.pt: its run has --n_embd=16: '
                                               'resume with that, or give this run another --out_dir\n')
+    r = run_here('gpt.py', *TINY_GPT, '--n_head=4', '--n_layer=2', '--block_size=8', '--resume=True', cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == ('error: cannot resume from out/ckpt.pt: its run has --n_head=2 '
+                                              '--n_layer=1 --block_size=16: resume with that, or give this run '
+                                              'another --out_dir\n'), r.stderr
 
 
 def test_an_out_dir_that_cannot_be_written_is_one_line(tmp_path):

@@ -33,16 +33,18 @@ def test_progression_prints_the_table_and_json(tmp_path):
 
 
 def test_one_job_trains_with_every_thread_torch_has(monkeypatch, capsys):
-    """--jobs 1: the stage trains in this process, on all the threads it has (side by side, a worker takes one)."""
+    """--jobs 1: the stage trains in this process, on all the threads it has (side by side, a worker takes one),
+    with the overrides given (one evaluation, at the end)."""
     import gpt, progression
     given, done = [], flushed(monkeypatch, progression)
     def train_stage(stage, device, overrides, threads):
-        given.append(threads)
+        given.append((threads, overrides))
         return dict(stage=stage, added='', params=1, train=1.0, val=1.0, lecture_val='', seconds=0)
     monkeypatch.setattr(progression, 'train_stage', train_stage)
     monkeypatch.setattr(gpt, 'read_text', lambda: None)
-    progression.main(['--stages', '1', '--max_iters', '1', '--eval_iters', '1', '--device', 'cpu', '--jobs', '1'])
-    assert given == [0] and 'stage 1 done: val loss' in capsys.readouterr().out and done == [True] # (0: all)
+    progression.main(['--stages', '1', '--max_iters', '3', '--eval_iters', '2', '--device', 'cpu', '--jobs', '1'])
+    assert given == [(0, dict(max_iters=3, eval_iters=2, eval_interval=3))] # (threads 0: all)
+    assert 'stage 1 done: val loss' in capsys.readouterr().out and done == [True]
 
 
 def flushed(monkeypatch, module):

@@ -670,6 +670,38 @@ def test_the_lectures_first_blocks_are_its_stage_and_with_residual_connections_t
     assert found['FeedFoward'].startswith('differs: line 66: one Linear layer; from 1:26:48'), r.stdout
 
 
+def test_a_residual_connection_before_the_blocks_is_named_where_it_adds(tmp_path):
+    """Stage 3's model with x + sa(x): the residual connection the lecture adds only in the Blocks, named at its
+    line, in the lecture's words, where lm_head takes its input. A build of the file's own that raises is said."""
+    text = open(os.path.join(LEARNERS, 'stage3_multi_head.py'), encoding='utf-8').read().replace(
+        'x = self.sa_heads(x)', 'x = self.sa_heads(x) + x') + 'other = BigramLanguageModel(64)\n'
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 1 and parts(r.stdout)['BigramLanguageModel'] == (
+        'differs: line 74: `x = self.sa_heads(x) + x` changes `sa_heads` before lm_head, the logits: the lecture '
+        'has nothing in between'), r.stdout
+    assert 'note: line 98: your build raised TypeError: BigramLanguageModel.__init__() takes 1 positional argument ' \
+        'but 2 were given\n' in r.stdout
+
+
+def test_the_dropout_of_a_feed_forward_written_inside_the_block_is_the_feed_forwards(tmp_path):
+    """The Block's own nn.Sequential for its feed-forward, ending in the lecture's Dropout: checked as the
+    feed-forward, where that dropout is the lecture's, not as a dropout the Block adds. A LayerNorm class of
+    theirs that the model doesn't use (it uses nn.LayerNorm) is not taken for nn.LayerNorm: unused."""
+    import test_check
+    text = test_check.edited(('self.ffwd = FeedFoward(n_embd)', 'self.ffwd = nn.Sequential(nn.Linear(n_embd, 4 * '
+                              'n_embd), nn.ReLU(), nn.Linear(4 * n_embd, n_embd), nn.Dropout(dropout))'),
+                             ('class Block(nn.Module):', 'class LayerNorm(nn.Module):\n    def __init__(self, dim):\n'
+                              '        super().__init__()\n        self.gamma = nn.Parameter(torch.ones(dim))\n\n'
+                              '    def forward(self, x):\n        return self.gamma * x / x.std(1, keepdim=True)\n\n'
+                              'class Block(nn.Module):'))
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    found = parts(r.stdout)
+    assert r.returncode == 0 and found['Block'] == found['Block.ffwd'] == 'matches', r.stdout
+    assert 'note: no model of yours uses FeedFoward, LayerNorm: not checked\n' in r.stdout
+
+
 def test_a_model_that_returns_its_loss_first_is_read_by_what_each_value_is(tmp_path):
     """forward returns (loss, logits), and the file's own calls unpack it so: the logits are the tensor that
     isn't one number (the loss, None without targets), and the loss at init is the one that is."""

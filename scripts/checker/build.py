@@ -36,6 +36,8 @@ class Settings:
             and type(v).__module__ in own and not isinstance(v, nn.Module) and meant(getattr(v, '__dict__', {})))]
         self.classes = [v for v in names.values() if isinstance(v, type) and v.__module__ in own
                         and not issubclass(v, nn.Module) and meant(vars(v))]
+        classes = [v for v in names.values() if isinstance(v, type) and v.__module__ in own]
+        self.getters = {g for c in classes for g in getters(c)}
         self.found, rank = {}, {}
         for source in [names] + [c if isinstance(c, dict) else vars(c) for c in self.configs + self.classes]:
             for key, value in list(source.items()):
@@ -52,6 +54,8 @@ class Settings:
     def __getattr__(self, name):
         if name.startswith(('use_', 'is_', 'enable')): # a switch (use_rope): off
             return False
+        if name in vars(self).get('getters', ()):
+            return Lookup(self)
         if name.startswith('__') or not meaning(name):
             raise AttributeError(name)
         return self(meaning(name))
@@ -64,6 +68,22 @@ class Settings:
             other = copy.copy(self)
             other.found = {**self.found, **change}
             yield other
+
+class Lookup:
+    """A config's method that reads a setting by its name: config.hp('n_embd')."""
+    def __init__(self, settings):
+        self.settings = settings
+    def __call__(self, name, *default):
+        return self.settings(meaning(name))
+
+def getters(cls):
+    """The methods cls.__init__ calls on a parameter with a string, as config.hp('n_embd'): {'hp'}."""
+    code = getattr(cls.__init__, '__code__', None)
+    params = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount] if code else ()
+    ops = list(dis.get_instructions(code)) if code else []
+    return {b.argval for a, b, c in zip(ops, ops[1:], ops[2:])
+            if a.opname == 'LOAD_FAST' and a.argval in params and b.opname in ('LOAD_ATTR', 'LOAD_METHOD')
+            and c.opname == 'LOAD_CONST' and isinstance(c.argval, str)}
 
 # what the data cells define, which a notebook's generate may read: Tiny Shakespeare's characters
 CHARS = sorted("\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -155,7 +175,7 @@ def classes_of(learner):
 class Builder:
     """Builds the learner's models where their code does, each module knowing the line that made it."""
     def __init__(self, learner):
-        self.learner, self.models, self.supplied, self.failed = learner, [], set(), set()
+        self.learner, self.models, self.supplied, self.failed, self.errors = learner, [], set(), set(), []
         self.made, self.building = set(), False # the classes their own builds made, by name
         learner.build = self.build
     def __enter__(self): # from now on a module knows the learner's line that made it
@@ -163,7 +183,8 @@ class Builder:
         def made(module, *args, **kwargs):
             init(module, *args, **kwargs)
             module.__dict__['_made_at'] = self.learner.line(module)
-            self.made |= {type(module).__name__} if self.building else set()
+            theirs = self.building and not type(module).__module__.startswith('torch.') # (nn.LayerNorm: not)
+            self.made |= {type(module).__name__} if theirs else set()
         nn.Module.__init__, StandIn.loading = made, True
         return self
     def __exit__(self, *exc):
@@ -191,6 +212,7 @@ class Builder:
             self.models += [(m, (where, call.lineno))] * isinstance(m, nn.Module)
         except Exception as e:
             self.failed.add(message(e))
+            self.errors.append(((where, call.lineno), message(e)))
         self.building = False
         put_back(put)
     def given(self, expression):

@@ -120,7 +120,7 @@ def parting(steps, theirs):
     same = theirs.out is not None and close(theirs.out, theirs.canon(steps.values['output']))
     return None if same and last == len(names) - 1 else last + 1
 
-def walk(kind, lay, x, theirs, context):
+def walk(kind, lay, x, theirs, context=7):
     """([(kind, words, at)] of what their part does otherwise, step by step; whether that is all; the steps)."""
     compute, o = LECTURES[kind][0], dict(LECTURES[kind][1])
     if kind == 'Block' and context == 4: # the lecture's first Blocks: no residual connections
@@ -222,6 +222,8 @@ def finding(rank, what, steps, new, i, theirs):
             return [(*activation(after, new.values[after], steps, event, theirs), theirs.where(event))]
         if name == 'scaled' and distance_bias(new.values[name] - steps.values[name]):
             return [('variant', ALIBI, theirs.where(event))]
+        if xbow(after, steps, event, theirs, new.values[name]):
+            return xbow(after, steps, event, theirs, new.values[name])
         return [('mistake', f"`{theirs.source(event)}` changes {STEP.get(name, name)} before "
                             f"{STEP.get(after, after)}: the lecture has nothing in between", theirs.where(event))]
     if rank == 3: # a value of theirs in the step's place
@@ -258,19 +260,21 @@ def described(name, value, steps, event, theirs):
             else "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
     return f"`{theirs.source(event)}` where the lecture has {STEP.get(name, name)}"
 
-def xbow(name, steps, event, theirs):
-    """[(kind, words, at)] where the input of the event in step name's place is the average of each position
-    and those before it (the math trick's xbow, in a model): at the line that averages."""
-    fed = (tensors(theirs.events[event].args) or [None])[0] if event is not None and event >= 0 else None
-    names = list(steps.values)
+def xbow(name, steps, event, theirs, fed=None):
+    """[(kind, words, at)] where the input of the event in step name's place (or fed, before it) is the
+    average of each position and those before it (the math trick's xbow, in a model): at the line that
+    averages."""
+    names, events = list(steps.values), theirs.events
+    if fed is None:
+        fed = (tensors(events[event].args) or [None])[0] if event is not None and event >= 0 else None
+        event = next((p for p in events[event].parents if any(o is fed for o in events[p].outs)), event)
     x = steps.values[names[names.index(name) - 1]] if name in names and names.index(name) else None
     if not isinstance(x, torch.Tensor) or x.dim() != 3 or not close(fed, x.cumsum(1) / torch.arange(
             1, x.shape[1] + 1)[:, None]):
         return []
-    k = next((p for p in theirs.events[event].parents if any(o is fed for o in theirs.events[p].outs)), event)
-    return [('mistake', f"`{theirs.source(k)}` makes each position the average of itself and those before it (xbow, "
-             f"the lecture's math trick, which its models don't use): the lecture has {STEP.get(name, name)} of x "
-             "itself", theirs.where(k))]
+    return [('mistake', f"`{theirs.source(event)}` makes each position the average of itself and those "
+             "before it (xbow, the lecture's math trick, which its models don't use): the lecture has "
+             f"{STEP.get(name, name)} of x itself", theirs.where(event))]
 
 ACTIVATION_NAMES = {name.lower(): name for name in torch.nn.modules.activation.__all__}
 
@@ -394,7 +398,7 @@ def check_part(label, m, kind, ctx, context, learner):
     said += found + [(*STRUCTURE[k], at) for k, at in structure(kind, m, lay, stage, max(context, stage), ctx, shown,
                                                                  steps)]
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
-    said += dropouts(kind, steps, theirs, events, m, context) if ok and steps is not None else []
+    said += dropouts(kind, steps, theirs, events, m, context, ctx) if ok and steps is not None else []
     never = explain.unused(m, [x, *rest], kwargs, ctx)
     wrong, named = explain.reused(m, events, never, learner)
     said, never = wrong + said, [n for n in never if n not in named]
@@ -422,7 +426,7 @@ PROJ, LAST = (('proj',), 'proj'), (('linear 2', 'linear 3'), 'the last Linear')
 KEPT = {'Head': [WEI], 'fused attention': [WEI, PROJ], 'MultiHeadAttention': [PROJ], 'FeedForward': [LAST]}
 # (where the lecture drops out, at stage 7)
 
-def dropouts(kind, steps, theirs, events, m, stage):
+def dropouts(kind, steps, theirs, events, m, stage, ctx):
     """Dropout where the lecture has none (on the residual stream: a mistake), none where it has one
     (in a model that drops out); F.scaled_dot_product_attention."""
     mine, found = explain.own_lines(m), []
@@ -437,7 +441,12 @@ def dropouts(kind, steps, theirs, events, m, stage):
         if made is not None and made not in dropped:
             words = f"no dropout after {words} (the lecture drops out there)"
             found.append(('variant', words, theirs.where(made)))
-    for e in [e for e in drops if e.at in mine]:
+    inside = {id(s) for c in m.children() if {id(c), type(c)} & ctx.parts for s in c.modules()}
+    nested = set() # (a part's own Dropout, and the F.dropout it called: checked in that part)
+    for j, e in enumerate(events):
+        if id(e.module) in inside and isinstance(e.module, torch.nn.Dropout):
+            nested |= {j, max((i for i in range(j) if events[i].name == 'dropout'), default=j)}
+    for e in [e for i, e in enumerate(events) if e in drops and e.at in mine and i not in nested]:
         made = theirs.find(e.args[0], used=False) # (what it drops out)
         step = next((n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None)
         if step in ('x + sa', 'x + ffwd'):

@@ -53,6 +53,11 @@ def versions(built, builder):
                                                           o.__name__ == c.__name__ and o is not c)}
     return {**earlier, **built}
 
+def held_by(builder):
+    """The names of the classes the learner's models hold (of theirs: nn.LayerNorm is not their LayerNorm)."""
+    return builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)
+                           if not type(s).__module__.startswith('torch.')}
+
 def label(cls, classes, learner):
     """A class's name; where a notebook defines it more than once, with the cell (or line) of this one."""
     if sum(c.__name__ == cls.__name__ for c in classes) == 1:
@@ -63,7 +68,7 @@ def label(cls, classes, learner):
 
 def parts_of(built, ctx, builder):
     """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold."""
-    held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
+    held = held_by(builder)
     held = set() if builder.failed else held # (a build of theirs that failed made only some)
     parts = []
     for cls, m in built.items():
@@ -157,7 +162,7 @@ def report(learner, builder, classes, settings):
         part.fixed = list(dict.fromkeys(fixed[id(s)] for s in safe_modules(part.m) if id(s) in fixed and
                                         s is not part.m))
         try:
-            problems, part.loss = invariants(part.m, block_size(part.m, settings), learner,
+            problems, part.loss = invariants(part.m, ctx.T or block_size(part.m, settings), learner,
                                              block_size(part.m, settings, cap=None))
         except Exception as e: # what must hold can't be tried on it
             problems = [('note', f"the checker can't run it whole: {message(e)}")]
@@ -175,8 +180,10 @@ def report(learner, builder, classes, settings):
         if cause and '' not in raised and all(f.kind != 'mistake' or 'raised ' in f.words for f in part.findings):
             part.status, part.findings = 'skip', [Finding(part.label, 'cant', f"it holds {cause.label}, which "
                                                                               "can't run (above)")]
-    held = builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)}
-    unused = [c.__name__ for c in classes if c.__name__ not in held] if builder.models and not builder.failed else []
+    held = held_by(builder)
+    based = {b for c in classes if c.__name__ in held for b in c.__mro__} # (a base of theirs is used)
+    unused = [c.__name__ for c in classes if c.__name__ not in held and c not in based] \
+        if builder.models and not builder.failed else []
     rep.findings += [Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked")] * bool(unused)
     inside = {type(s) for p in rep.parts if isinstance(p.m, nn.Module) for s in safe_modules(p.m)}
     other = [c.__name__ for c, m in built.items() if isinstance(m, nn.Module) and c not in inside and c.__name__
@@ -241,6 +248,7 @@ def lines(rep, settings):
     built = [f"{p.label} as {learner.place(at)} builds it" for p in rep.parts if p.kind == 'the model'
              for model, at in builder.models if model is p.m and at]
     out += [f"note: checked {', '.join(built)}"] * bool(built)
+    out += [f"note: {learner.place(at)}: your build raised {words}" for at, words in builder.errors]
     out += [f"note: {f.words}" for f in rep.findings if f.kind == 'note']
     column = max(20, *(len(p.label) + 1 for p in rep.parts))
     out += [f"{p.label:<{column}} {verdict(p, rep, settings)}" for p in rep.parts]

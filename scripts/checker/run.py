@@ -97,7 +97,13 @@ def call(m, args, kwargs):
 
 IDX = {norm(n) for n in 'idx context x tokens input_ids inputs input ids prompt start start_tokens seq sequence '
                         'indices token_ids cond idx_cond prefix src context_tokens'.split()}
-COUNT = ('new', 'len', 'num', 'max', 'count', 'step', 'token', 'char', 'many') # words in a count's name
+COUNT = ('new', 'len', 'num', 'max', 'count', 'step', 'many') # words in a count's name
+INPUT = ('idx', 'input', 'prompt', 'context', 'start', 'seq', 'prefix', 'cond', 'src') # in an input's name
+
+def counts(name):
+    """Whether a parameter's name says it is a count: max_new_tokens, n, n_chars; not input_tokens."""
+    nouns = any(w in name for w in ('token', 'char')) and not any(w in name for w in INPUT)
+    return name == 'n' or name not in IDX and (any(w in name for w in COUNT) or nouns)
 
 def generate(m, idx, n):
     """m.generate(idx, n new tokens), its parameters by what they mean (a first one by no known name: idx, else
@@ -109,11 +115,11 @@ def generate(m, idx, n):
         try:
             for i, p in enumerate(p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)):
                 name = norm(p.name)
-                counts = name == 'n' or any(w in name for w in COUNT) and name not in IDX
-                first = i == 0 and p.default is p.empty and first_is_idx and (not counts or prompt is text)
+                first = i == 0 and p.default is p.empty and first_is_idx and (
+                    not counts(name) or prompt is text)
                 if name in IDX or first: # (generate(first_char, n))
                     kwargs[p.name], first_is_idx = prompt, False
-                elif counts or p.annotation is int and p.default is p.empty:
+                elif counts(name) or p.annotation is int and p.default is p.empty:
                     kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
@@ -149,10 +155,15 @@ def sampling(m, block, learner):
         fed.append(forward(*args, **kwargs))
         return fed[-1]
     m.forward = watched
+    V, topk = vocab(m), set() # topk: how many tokens it samples among, where not all V
     def sampled(*args, **kwargs): # (multinomial(probs, 1) or multinomial(input=probs, num_samples=1))
-        probs.append(((args or [kwargs.get('input')])[0], learner.line()))
-        drawn.append(multinomial(*args, **kwargs))
-        return drawn[-1]
+        p, token = (args or [kwargs.get('input')])[0], multinomial(*args, **kwargs)
+        if p.shape[-1] < V or (p == 0).any(): # (among the top k: an index into them, or a token of them)
+            topk.add(int((p.reshape(-1, p.shape[-1])[0] > 0).sum()))
+            return token
+        probs.append((p, learner.line()))
+        drawn.append(token)
+        return token
     torch.multinomial = sampled
     cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens)
     def appended(ts, *a, **k):
@@ -167,11 +178,13 @@ def sampling(m, block, learner):
     try:
         phases = [(1, 3), (max(1, block - 1), 3)]
         while phases:
-            (start, new), given[:], drawn[:] = phases.pop(0), [], []
+            (start, new), given[:], drawn[:], before = phases.pop(0), [], [], len(fed)
             with torch.no_grad():
                 out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
                 as_text = prompted == 'text'
             lengths = [x.shape[-1] for x, _ in given]
+            if len(lengths) == new + 1 and lengths[:2] == [start, start]: # (the prompt run first: harmless)
+                del given[0], fed[before], lengths[0]
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:
@@ -197,6 +210,9 @@ def sampling(m, block, learner):
                                         f"should grow by one to block_size{appends}"))
             held = 'generate crops to block_size and runs past it' if lengths == cropped != grown else \
                 'generate runs past block_size' if lengths and max(lengths) > block else held
+            if not drawn and not topk and greedy(out, fed[before:], start, new, V):
+                said.append(('variant', "generate takes the likeliest token each step (greedy), where the "
+                                        "lecture samples one (torch.multinomial)"))
             size = out.shape[-1] if isinstance(out, torch.Tensor) else start + new
             if size not in (start + new, new) or size == new != start + new and prompted:
                 said.append(('note', f"generate returns {size} tokens for a prompt of {start} and {new} new (the "
@@ -221,7 +237,16 @@ def sampling(m, block, learner):
         at = f": {learner.place(wrong[0])} samples `{learner.source(wrong[0])}`" if wrong[0] else ''
         said.append(('mistake', f"generate samples from something else than the last position's logits "
                                 f"(logits[:, -1, :]){at}"))
+    said += [('variant', f"generate samples among the {min(topk)} likeliest tokens (top-k), where the "
+                         f"lecture samples among all {V}")] if topk else []
     return list(dict.fromkeys(said)) + [('held', held)]
+
+def greedy(out, fed, start, new, V):
+    """Whether each of the new tokens generate returned is the likeliest after the logits before it."""
+    with contextlib.suppress(Exception):
+        likeliest = torch.stack([by_position(f, V)[0, -1].argmax() for f in map(out_of, fed[-new:])])
+        return len(fed) >= new and torch.equal(out[0, start:], likeliest.to(out.dtype))
+    return False
 
 def last_alone(m, T):
     """Whether the last position's logits are the same from its token alone (a bigram's): cropping to it is

@@ -169,6 +169,10 @@ NANOGPT = [ # the same, in nanoGPT's layout: its fused attention, its own LayerN
                     'mean, var = input.mean(0), input.var(0, unbiased=False)\n'
                     '        return (input - mean) / (var + 1e-5).sqrt() * self.weight + self.bias')],
      'normalized over the batch (dim 0)', 'mean, var ='),
+    ('LayerNorm', [('return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)',
+                    'mean, var = input.mean(1, keepdim=True), input.var(1, keepdim=True, unbiased=False)\n'
+                    '        return (input - mean) / (var + 1e-5).sqrt() * self.weight + self.bias')],
+     'normalized over the positions (dim 1 of (B, T, C))', 'return (input - mean)'),
 ]
 
 

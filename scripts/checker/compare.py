@@ -3,7 +3,7 @@ Step 4, compare: a part beside the lecture's, computed step by step on its own l
 tensor of theirs equals the lecture's next value, the two part: what their code does there is named at its
 line, and the walk goes on to the next difference.
 """
-import contextlib, re
+import contextlib, inspect, re
 from typing import NamedTuple
 
 import torch
@@ -481,6 +481,9 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
             c.out_features == c.in_features for c in head))
     if kind == 'Head' and steps and lay['qkv'](steps.values['q'].new_zeros(1, 1, width(m)))[2] is None:
         found.append(('x for v', shown('wei @ v')) if shown('wei @ v') else ('no value', None))
+    if kind in ATTENTIONS: # (a parameter named for a cache: past_kv, kv_cache, layer_past)
+        found += [('kv cache', None)] * any(w in p.lower() for p in inspect.signature(m.forward).parameters
+                                            for w in ('cache', 'past'))
     if kind in ('Head', 'fused attention'):
         own = [c for _, c in layers(m, torch.nn.Linear)]
         found += [('qkv bias', None)] * any(c.bias is not None for c in own[:3 if kind == 'Head' else 1])

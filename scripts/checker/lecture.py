@@ -186,7 +186,7 @@ def model(lay, idx, o, at):
     return at('logits', logits, x)
 
 def layernorm(lay, x, o, at):
-    dims = 0 if o['dim'] == 0 else -1
+    dims = o['dim']
     mean = 0 if o['rms'] else at('mean', x.mean(dims, keepdim=True))
     var = x.var(dims, keepdim=True) if o['var'] == 'unbiased' else (x - mean).pow(2).mean(dims, keepdim=True)
     x = at('normalized', (x - mean) / torch.sqrt(at('variance', var) + lay['eps']))
@@ -238,7 +238,10 @@ CATALOGUE = {
     'LayerNorm': [
         ('var', 'unbiased', 'variant', "the unbiased variance (x.var()); nn.LayerNorm's is biased", None),
         ('rms', True, 'variant', 'RMSNorm: no mean subtracted', None),
-        ('dim', 0, 'mistake', 'normalized over the batch (dim 0), as BatchNorm, not over each vector', ('mean',))]}
+        ('dim', 0, 'mistake', 'normalized over the batch (dim 0), as BatchNorm, not over each vector',
+         ('mean',)),
+        ('dim', 1, 'mistake', 'normalized over the positions (dim 1 of (B, T, C)), not over each vector',
+         ('normalized',))]}
 STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'no proj': ('mistake', 'no proj after the heads (added with the residual connections)'),
     'one linear': ('mistake', 'one Linear layer; from 1:26:48 it is Linear(C, 4C), ReLU, Linear(4C, C)'),
@@ -257,6 +260,8 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'ffwd no bias': ('variant', "no bias in the feed-forward's Linear layers (the lecture's have one)"),
     'lm_head no bias': ('variant', "no bias in lm_head (the lecture's has one)"),
     'fused qkv': ('variant', 'q, k and v from one Linear, split in three (as nanoGPT)'),
+    'kv cache': ('variant', "a cache of keys and values its forward can take, for generate (the lecture's "
+                            "has none)"),
     'rmsnorm': ('variant', 'RMSNorm for LayerNorm (nn.RMSNorm)'),
     'tied': ('variant', "lm_head shares the token embedding's weights (the lecture's are separate)"),
     'positions': ('variant', 'positions from the attention (rotary embeddings, ALiBi), not a position table'),

@@ -471,7 +471,11 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
     if kind == 'FeedForward':
         first = lay['linears'][0]
         found += [('one linear', made(first))] * (len(lay['linears']) == 1 and context >= 5)
-        if len(lay['linears']) == 2 and first.out_features not in (4 * first.in_features, 8 * first.in_features):
+        C, inner = first.in_features, lay['linears'][-1].in_features
+        glu = first.out_features == 2 * inner # (a gate and its values from one Linear)
+        llama = abs(inner - 8 * C / 3) <= max(1, C / 16) # (a GLU's 8C/3: the weights of 4C with two Linears)
+        wide = first.out_features == 4 * C or glu and (inner == 4 * C or llama)
+        if len(lay['linears']) == 2 and not wide:
             found.append(('not 4x' if 'ffwd_size' not in ctx.settings.found else 'set width', made(first)))
     if kind == 'Block':
         sa = lay['sa'] if isinstance(lay['sa'], torch.nn.Module) else None

@@ -442,10 +442,11 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx):
             words = f"no dropout after {words} (the lecture drops out there)"
             found.append(('variant', words, theirs.where(made)))
     inside = {id(s) for c in m.children() if {id(c), type(c)} & ctx.parts for s in c.modules()}
-    nested = set() # (a part's own Dropout, and the F.dropout it called: checked in that part)
+    nested, last = set(), None # (a part's own Dropout, and its F.dropout just before: checked there)
     for j, e in enumerate(events):
+        last = j if e.name == 'dropout' else last
         if id(e.module) in inside and isinstance(e.module, torch.nn.Dropout):
-            nested |= {j, max((i for i in range(j) if events[i].name == 'dropout'), default=j)}
+            nested |= {j, j if last is None else last}
     for e in [e for i, e in enumerate(events) if e in drops and e.at in mine and i not in nested]:
         made = theirs.find(e.args[0], used=False) # (what it drops out)
         step = next((n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None)
@@ -485,7 +486,7 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
             c.out_features == c.in_features for c in head))
     if kind == 'Head' and steps and lay['qkv'](steps.values['q'].new_zeros(1, 1, width(m)))[2] is None:
         found.append(('x for v', shown('wei @ v')) if shown('wei @ v') else ('no value', None))
-    if kind in ATTENTIONS: # (a parameter named for a cache: past_kv, kv_cache, layer_past)
+    if kind in ATTENTIONS: # (a cache: past_kv, kv_cache, layer_past)
         found += [('kv cache', None)] * any(w in p.lower() for p in inspect.signature(m.forward).parameters
                                             for w in ('cache', 'past'))
     if kind in ('Head', 'fused attention'):

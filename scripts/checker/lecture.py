@@ -495,12 +495,14 @@ def blocks_step(m, ctx):
     parts = [(s, k) for s in m.modules() for k in [ctx.role_of(s)] if k in kinds]
     with contextlib.suppress(Exception): # (layers it can't lay out: not the lecture's first Blocks)
         for s, k in parts:
-            lay, x = LAYOUTS[k](s, ctx)[0], ctx.example(s)[0][0]
+            lay = LAYOUTS[k](s, ctx)[0]
             if k != 'Block' and stage_of(s, k, lay, ctx) >= 5:
                 return False
-            chained = ctx.call(lay['ffwd'], ctx.call(lay['sa'], x)) if k == 'Block' else None
-            if k == 'Block' and not torch.allclose(runs(s, ctx, x), chained, rtol=1e-4, atol=1e-5):
-                return False
+            if k == 'Block':
+                x = ctx.example(s)[0][0]
+                chained = ctx.call(lay['ffwd'], ctx.call(lay['sa'], x))
+                if not torch.allclose(runs(s, ctx, x), chained, rtol=1e-4, atol=1e-5):
+                    return False
         return any(k == 'FeedForward' for _, k in parts)
     return False
 

@@ -54,7 +54,7 @@ def versions(built, builder):
     return {**earlier, **built}
 
 def held_by(builder):
-    """The names of the classes the learner's models hold (of theirs: nn.LayerNorm is not their LayerNorm)."""
+    """The names of the learner's classes its models hold (nn.LayerNorm is not theirs)."""
     return builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)
                            if not type(s).__module__.startswith('torch.')}
 

@@ -230,8 +230,7 @@ def sampling(m, block, learner):
         del m.forward
         torch.multinomial, torch.cat = multinomial, cat
         names.update(later)
-    last = [by_position(f, vocab(m))[0, -1].argmax() for f in map(out_of, fed)
-            if isinstance(f, torch.Tensor) and f.dim() == 3]
+    last = likeliest(fed, V)
     wrong = [at for (p, at), i in zip(probs, last) if p.reshape(-1).argmax() != i] if len(probs) == len(last) else []
     if wrong:
         at = f": {learner.place(wrong[0])} samples `{learner.source(wrong[0])}`" if wrong[0] else ''
@@ -241,11 +240,16 @@ def sampling(m, block, learner):
                          f"lecture samples among all {V}")] if topk else []
     return list(dict.fromkeys(said)) + [('held', held)]
 
+def likeliest(fed, V):
+    """For each of the model's logits (B, T, vocab) fed, its first row's likeliest last token."""
+    return [by_position(f, V)[0, -1].argmax() for f in map(out_of, fed)
+            if isinstance(f, torch.Tensor) and f.dim() == 3]
+
 def greedy(out, fed, start, new, V):
     """Whether each of the new tokens generate returned is the likeliest after the logits before it."""
     with contextlib.suppress(Exception):
-        likeliest = torch.stack([by_position(f, V)[0, -1].argmax() for f in map(out_of, fed[-new:])])
-        return len(fed) >= new and torch.equal(out[0, start:], likeliest.to(out.dtype))
+        tokens = torch.stack(likeliest(fed[-new:], V)).to(out.dtype)
+        return len(fed) >= new and torch.equal(out[0, start:], tokens)
     return False
 
 def last_alone(m, T):

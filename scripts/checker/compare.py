@@ -498,6 +498,6 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
     if kind == 'the model':
         found += [(k, None) for k in lay['structure']]
         found += [('no ln_f', shown('logits'))] * (lay['final'] is None and stage >= 6)
-        if lay['pos'] is None and not lay['bigram']:
+        if lay['pos'] is None and not lay['bigram'] and stage > 1: # (the video adds lm_head first, then positions)
             found.append(('positions', None) if ctx.positions else ('no positions', shown('tok')))
     return found

@@ -490,13 +490,13 @@ LAYOUTS = { # role: the ways the learner's layers may map to the lecture's
 
 def blocks_step(m, ctx):
     """Whether m's Blocks are the lecture's first (1:24:25 to 1:26:48): x = ffwd(sa(x)), with no residual
-    connections, no proj after the heads, one Linear in the feed-forward."""
+    connections, no proj after the heads."""
     kinds = ('Block', 'MultiHeadAttention', 'FeedForward')
     parts = [(s, k) for s in m.modules() for k in [ctx.role_of(s)] if k in kinds]
     with contextlib.suppress(Exception): # (layers it can't lay out: not the lecture's first Blocks)
         for s, k in parts:
             lay = LAYOUTS[k](s, ctx)[0]
-            if k != 'Block' and stage_of(s, k, lay, ctx) >= 5:
+            if k == 'MultiHeadAttention' and stage_of(s, k, lay, ctx) >= 5: # (its feed-forward may be 4x already)
                 return False
             if k == 'Block':
                 x = ctx.example(s)[0][0]

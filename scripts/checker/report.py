@@ -49,9 +49,12 @@ def versions(built, builder):
     models = [m for m, _ in builder.models if any(isinstance(s, nn.Embedding) for s in safe_modules(m))]
     earlier = {type(s): s for m in models for s in safe_modules(m)[::-1] if type(s).__name__ in names and
                type(s) not in built and type(s).__module__ in learner.own and id(s) not in taken}
-    earlier = {c: m for c, m in earlier.items() if all(text(c) != text(o) for o in [*built, *earlier] if
-                                                          o.__name__ == c.__name__ and o is not c)}
-    return {**earlier, **built}
+    seen, kept = {(c.__name__, *text(c)) for c in built}, {}
+    for c, m in earlier.items(): # (a class defined again in the same words: once)
+        if (c.__name__, *text(c)) not in seen:
+            seen.add((c.__name__, *text(c)))
+            kept[c] = m
+    return {**kept, **built}
 
 def held_by(builder):
     """The names of the learner's classes its models hold (nn.LayerNorm is not theirs)."""
@@ -122,7 +125,8 @@ def report(learner, builder, classes, settings):
         raise CantCheck("none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)")
     ctx.parts = {id(p.m) if '.' in p.label else type(p.m) for p in rep.parts}
     models, stages = [p.m for p in rep.parts if p.kind == 'the model' and not no_forward(p.m)], {} # (its latest's)
-    for m in models:
+    others = [b for b, _ in builder.models if ctx.role_of(b) == 'the model' and not any(b is m for m in models)]
+    for m in models + others: # (a model not reported, its code another's again: its parts at its stage)
         stage = 7 # (where its layers can't be laid out, its own line says why)
         with contextlib.suppress(Exception):
             stage = stage_of(m, 'the model', LAYOUTS['the model'](m, ctx)[0], ctx)
@@ -210,7 +214,8 @@ def verdict(part, rep, settings):
         return line + ''.join(f"; {n}" for n in notes)
     line = 'matches' + (f" stage {part.stage} ({', '.join(STAGES[part.stage])})" if part.stage < 7 else '')
     if part.stage == 1 and part.kind == 'the model' and layers(part.m, nn.Linear): # (the bigram grown)
-        line += ", with stage 2's token and position embeddings and lm_head, before its head"
+        positions = sum(isinstance(s, nn.Embedding) for s in part.m.modules()) > 1
+        line += f", with stage 2's token{' and position' * positions} embeddings and lm_head, before its head"
     if part.whole:
         return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
     line += ', as in the video' * any(f.kind == 'video' for f in part.findings)

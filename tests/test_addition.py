@@ -1,5 +1,6 @@
 """Exercise EX2: the addition data, its loss masking, and a tiny run that learns."""
 import os
+import re
 import sys
 import time
 
@@ -17,6 +18,7 @@ def test_problems_are_written_as_the_docstring_says():
     p = addition.Problems(3)
     seq = p.encode(torch.tensor([42]), torch.tensor([517]))
     assert addition.decode(seq[0].tolist()) == '042+517=9550$'
+    assert addition.decode(seq[0, :p.prompt_length].tolist()) == '042+517=' # the prompt: up to the =
     plain = addition.Problems(3, reverse=False)
     assert addition.decode(plain.encode(torch.tensor([999]), torch.tensor([1]))[0].tolist()) == '999+001=1000$'
     x, y = p.batch(8)
@@ -57,10 +59,38 @@ def test_training_problems_never_include_held_out_ones():
 def test_a_tiny_run_learns_two_digit_addition(capsys):
     # 2 digits, not 1: one-digit addition has only 100 problems, too few to hold 1,000 out, and
     # learning it is memorizing. Here 1,000 of the 10,000 problems are never trained on.
+    started = time.time()
     accuracy = addition.main(['--digits', '2', '--max_steps', '300', '--eval_every', '300',
                               '--n_layer', '1', '--n_embd', '64', '--batch_size', '64'])
+    took = time.time() - started
     assert accuracy >= 0.5  # 75.8% to 90.3% over seeds 1337, 1, 2 and ATEN_CPU_CAPABILITY avx512, avx2, default
-    assert 'held-out exact match' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert 'held-out exact match' in out
+    a, b, c = re.match(r'2-digit addition, reversed sums, mixed operand lengths; e\.g\. (\d\d)\+(\d\d)=(\d{3})\$\n',
+                       out).groups()
+    assert int(c[::-1]) == int(a) + int(b)
+    # its clock: the last step line's, then the whole run's, within the time main took
+    last_step = float(re.findall(r'\| ([\d.]+)s, ', out)[-1])
+    in_all = float(re.search(r'after 300 steps, ([\d.]+) s in all', out).group(1))
+    assert last_step <= in_all <= took + 0.05
+    shown = out.split(' s in all\n')[1].splitlines() # three held-out problems, as the model answers them
+    assert len(shown) == 3 and all(re.fullmatch(r'  \d\d\+\d\d=[\d$]*', line) for line in shown)
+
+
+def test_the_digits_and_the_steps_are_what_help_says(capsys):
+    with pytest.raises(SystemExit):
+        addition.parse_args(['--help'])
+    said = ' '.join(capsys.readouterr().out.split())
+    digits = int(re.search(r'--digits DIGITS digits per operand, 1 to 18 \(default: (\d+)\)', said).group(1))
+    base, per_digit = map(int, re.search(r'default: (\d+) \+ (\d+) per digit', said).groups())
+    assert addition.parse_args([]).digits == digits == 3
+    for n in (1, 18):
+        assert addition.parse_args(['--digits', str(n)]).max_steps == base + per_digit * n
+    for n in (0, 19):
+        with pytest.raises(SystemExit) as e:
+            addition.parse_args(['--digits', str(n)])
+        assert e.value.code == 2
+        assert capsys.readouterr().err == "error: --digits must be 1 to 18 (int64 sums) (see --help)\n"
 
 
 def test_a_seed_torch_cannot_take_is_one_line(capsys):

@@ -186,10 +186,14 @@ def model(lay, idx, o, at):
     return at('logits', logits, x)
 
 def layernorm(lay, x, o, at):
+    """(x - mean) / sqrt(variance + eps), times its weight, plus its bias (DyT: tanh(alpha * x), times ...)."""
     dims = o['dim']
-    mean = 0 if o['rms'] else at('mean', x.mean(dims, keepdim=True))
-    var = x.var(dims, keepdim=True) if o['var'] == 'unbiased' else (x - mean).pow(2).mean(dims, keepdim=True)
-    x = at('normalized', (x - mean) / torch.sqrt(at('variance', var) + lay['eps']))
+    if o['dyt']:
+        x = at('normalized', torch.tanh(lay['alpha'] * x))
+    else:
+        mean = 0 if o['rms'] else at('mean', x.mean(dims, keepdim=True))
+        var = x.var(dims, keepdim=True) if o['var'] == 'unbiased' else (x - mean).pow(2).mean(dims, keepdim=True)
+        x = at('normalized', (x - mean) / torch.sqrt(at('variance', var) + lay['eps']))
     return at('affine', x * lay['weight'] + (lay['bias'] if lay['bias'] is not None else 0), x)
 
 ATTENTION = dict(scale='hs', mask='before', kq=False, values=True, rotary=None)
@@ -197,7 +201,8 @@ LECTURES = { # role: (its computation, its options as the lecture has them)
     'Head': (head, ATTENTION), 'MultiHeadAttention': (mha, {}),
     'fused attention': (fused, dict(ATTENTION, split='heads', merge='heads')),
     'FeedForward': (ffwd, dict(act='relu')), 'Block': (block, dict(norm='pre', swap=False, residual=True)),
-    'the model': (model, dict(positions='table')), 'LayerNorm': (layernorm, dict(var='biased', rms=False, dim=-1))}
+    'the model': (model, dict(positions='table')),
+    'LayerNorm': (layernorm, dict(var='biased', rms=False, dim=-1, dyt=False))}
 
 # role: [(option, value, kind, words, the steps whose lines are shown)]: an option of the role's computation
 # changed, where their code reorders or changes a step; a 'mistake', what the 'video' did, or a 'variant'
@@ -238,6 +243,8 @@ CATALOGUE = {
     'LayerNorm': [
         ('var', 'unbiased', 'variant', "the unbiased variance (x.var()); nn.LayerNorm's is biased", None),
         ('rms', True, 'variant', 'RMSNorm: no mean subtracted', None),
+        ('dyt', True, 'variant', 'DyT: tanh(alpha * x) for the normalization (Transformers without Normalization)',
+         ('normalized',)),
         ('dim', 0, 'mistake', 'normalized over the batch (dim 0), as BatchNorm, not over each vector',
          ('mean',)),
         ('dim', 1, 'mistake', 'normalized over the positions (dim 1 of (B, T, C)), not over each vector',
@@ -326,7 +333,7 @@ def context_length(m, settings, B=2):
 def width(m):
     first = next((s for s in m.modules() if isinstance(s, (nn.Linear, nn.LayerNorm))), None)
     return first.in_features if isinstance(first, nn.Linear) else first.normalized_shape[0] if first is not None \
-        else next(iter(m.parameters())).shape[0]
+        else next(p for p in m.parameters() if p.dim()).shape[0]
 
 def runs(m, ctx, x):
     """m's output for x in eval mode, the same random numbers each time (dropout left on mixes nothing)."""
@@ -369,7 +376,7 @@ def find_role(m, ctx):
     if has(m, nn.Embedding):
         return 'the model'
     if not has(m, nn.Linear):
-        return 'LayerNorm' if all(p.dim() == 1 for p in m.parameters()) else None
+        return 'LayerNorm' if all(p.dim() <= 1 for p in m.parameters()) else None
     if 'Block' in kids or 'blocks' in kids:
         return 'blocks'
     if set(kids) & set(ATTENTIONS): # its heads, whatever they compute
@@ -475,12 +482,16 @@ def ffwd_layouts(m, ctx):
     """Its Linears, and a LayerNorm before them (the Block's ln2, moved inside)."""
     inside = [s for s in list(m.modules())[1:] if isinstance(s, nn.Linear) or ctx.role_of(s) == 'LayerNorm']
     first = inside[0] if inside and not isinstance(inside[0], nn.Linear) else None
-    return [dict(linears=[s for s in inside if isinstance(s, nn.Linear)], norm=first)]
+    linears = [s for s in inside if isinstance(s, nn.Linear)]
+    swapped = [[linears[1], linears[0], linears[2]]] if len(linears) == 3 else [] # (a gate made second)
+    return [dict(linears=each, norm=first) for each in [linears, *swapped]]
 
 def norm_layouts(m, ctx):
-    ones = [p for p in m.parameters() if p.dim() == 1]
+    """Its weight and bias, a number per channel; eps; a DyT's alpha, one number."""
+    ones = [p for p in m.parameters() if p.numel() > 1]
+    alpha = next((p for p in m.parameters() if p.numel() == 1), None)
     eps = next((v for k, v in vars(m).items() if 'eps' in k and type(v) is float), 1e-5)
-    return [dict(weight=ones[0], bias=ones[1] if len(ones) > 1 else None, eps=eps)]
+    return [dict(weight=ones[0], bias=ones[1] if len(ones) > 1 else None, eps=eps, alpha=alpha)]
 
 LAYOUTS = { # role: the ways the learner's layers may map to the lecture's
     'Head': lambda m, ctx: [dict(qkv=q) for q in qkv_of(m)[0]], 'fused attention': fused_layouts,

@@ -141,6 +141,16 @@ def test_decay_by_clock_ends_the_schedule_when_the_time_is_up(capsys, by_clock):
     assert optimizer.param_groups[0]['lr'] == pytest.approx(args.lr / 10 if by_clock else args.lr / args.warmup)
 
 
+def test_decay_by_clock_follows_the_steps_while_time_is_left(capsys):
+    """With --decay_by_clock and hours left on the clock, the first step's rate is still the warmup's first."""
+    args = addition.parse_args(['--max_steps=1', '--max_seconds=1e6', '--decay_by_clock', '--n_layer=1', '--n_embd=8',
+                                '--n_head=1'])
+    model, optimizer = addition.build_model(args, 4, 4)
+    x = torch.zeros(2, 4, dtype=torch.long)
+    addition.train(args, model, optimizer, lambda: model(x, x)[1], lambda: {'': 0.0}, 0.0)
+    assert optimizer.param_groups[0]['lr'] == pytest.approx(args.lr / args.warmup)
+
+
 def test_decay_by_clock_needs_max_seconds(capsys):
     with pytest.raises(SystemExit):
         addition.parse_args(['--decay_by_clock'])

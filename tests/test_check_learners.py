@@ -707,6 +707,19 @@ def test_the_dropout_of_a_feed_forward_written_inside_the_block_is_the_feed_forw
     assert 'note: no model of yours uses FeedFoward, LayerNorm: not checked\n' in r.stdout
 
 
+def test_dropout_moved_before_proj_is_named_both_where_it_is_and_where_it_is_not(tmp_path):
+    """out = self.proj(self.dropout(out)): the lecture's dropout after proj is missing, and one is added on the
+    heads side by side, both on that one line."""
+    import test_check
+    text = test_check.edited(('out = self.dropout(self.proj(out))', 'out = self.proj(self.dropout(out))'))
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    at = cited(text, 'out = self.proj(self.dropout(out))')
+    assert r.returncode == 0 and parts(r.stdout)['MultiHeadAttention'] == (
+        f"matches: {at}: a variant, no dropout after proj (the lecture drops out there); {at}: a variant, dropout on "
+        "the heads' outputs side by side (torch.cat) (the lecture has none there)"), r.stdout
+
+
 def test_a_model_that_returns_its_loss_first_is_read_by_what_each_value_is(tmp_path):
     """forward returns (loss, logits), and the file's own calls unpack it so: the logits are the tensor that
     isn't one number (the loss, None without targets), and the loss at init is the one that is."""

@@ -453,7 +453,7 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx):
         if step in ('x + sa', 'x + ffwd'):
             found.append(('mistake', 'dropout on the residual stream: in training it drops x itself; the lecture '
                                      "drops each branch's output before the add", e.at))
-        elif step and step not in DROPPED.get(kind, ()) and e.at not in [f[2] for f in found]:
+        elif step and step not in DROPPED.get(kind, ()):
             found.append(('variant', f"dropout on {STEP.get(step, step)} (the lecture has none there)", e.at))
     return found + [('variant', 'F.scaled_dot_product_attention: the affinities, their scale, the mask, the softmax '
                                 'and wei @ v in one call', e.at) for e in events if e.name == SDPA and e.at in mine][:1]

@@ -186,7 +186,7 @@ def model(lay, idx, o, at):
     return at('logits', logits, x)
 
 def layernorm(lay, x, o, at):
-    """(x - mean) / sqrt(variance + eps), times its weight, plus its bias (DyT: tanh(alpha * x), times ...)."""
+    """(x - mean) / sqrt(variance + eps) (DyT: tanh(alpha * x)), times its weight, plus its bias."""
     dims = o['dim']
     if o['dyt']:
         x = at('normalized', torch.tanh(lay['alpha'] * x))

@@ -58,14 +58,18 @@ BATCHED = [ # EX1: every head's query, key and value in one Linear, the heads a 
      "        return self.drop(self.out((att @ v).transpose(1, 2).reshape(B, T, C)))")]
 EDITS = {'the video scale': ('/ (self.k.out_features ** 0.5)', '* x.shape[-1] ** -0.5'),
          'one fused q, k, v and the video scale': FUSED, 'every head in one Linear and the video scale': BATCHED,
-         'a generate that never crops': ("self(tokens[:, -config['context_length']:])", 'self(tokens)')}
+         'a generate that never crops': ("self(tokens[:, -config['context_length']:])", 'self(tokens)'),
+         'a position table that is a Parameter of (1, T, C)': [
+             ("nn.Embedding(config['context_length'], config['emb_size'])",
+              "nn.Parameter(0.02 * torch.randn(1, config['context_length'], config['emb_size']))"),
+             ("self.positions(torch.arange(tokens.shape[1]))", "self.positions[:, :tokens.shape[1]]")]}
 
 
 @pytest.mark.parametrize('edit', [None, *EDITS])
 def test_a_learners_own_gpt_gives_its_own_logits_in_our_tools(edit, tmp_path):
     """my_gpt.py: other names (SelfAttention, MultiHead, Thinking, ...), its settings in a dict, its key,
     query and value made in another order, ln2 made before ln1; with the video's C**-0.5 scale; and with
-    a generate that fails past block_size (ours samples)."""
+    a generate that fails past block_size (ours samples); its position table a Parameter, not an Embedding."""
     code = LEARNER
     if edit:
         code = tmp_path / 'my_gpt.py'
@@ -174,6 +178,19 @@ def test_a_last_stage_model_of_another_shape_runs_in_our_tools(name, tmp_path):
     r = run_here(SAMPLE, f'--ckpt={tmp_path / "theirs.pt"}', f'--code={code}', '--max_new_tokens=20', '--prompt=ROMEO:')
     assert r.returncode == 0 and len(r.stdout) == len('ROMEO:') + 20 + 1, r.stderr
     assert f"read through your {type(model).__name__} in {code}" in r.stderr
+
+
+def test_a_model_with_its_positions_in_the_attention_says_it_has_no_position_table(tmp_path):
+    """rotary_positions.py, RoPE in each head: check.py finds no mistake, but gpt.py's position table has
+    nothing to be filled from: one line that says so, with the variant that stands in for it."""
+    import check
+    code = os.path.join(ROOT, 'tests', 'fixtures', 'learners', 'rotary_positions.py')
+    model = next(p.m for p in check.checked(code).parts if p.label.startswith('RoPEGPT'))
+    torch.save(model.state_dict(), tmp_path / 'rope.pt')
+    r = run_here(SAMPLE, f'--ckpt={tmp_path / "rope.pt"}', f'--code={code}', '--max_new_tokens=5')
+    assert r.returncode == 1 and r.stderr == (
+        f"error: {code}: your RoPEGPT can't be mapped onto gpt.py's: it has no position table (positions from the "
+        "attention (rotary embeddings, ALiBi), not a position table)\n"), r.stderr
 
 
 def test_a_mapping_that_does_not_give_the_learners_logits_is_refused(tmp_path, monkeypatch):

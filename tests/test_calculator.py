@@ -144,6 +144,15 @@ def test_training_problems_are_masked_and_never_held_out():
     assert min(b for _, b in p.held_out['/']) >= 1 and min(b for _, b in seen['/']) == 1 # never by 0
 
 
+def test_the_held_out_problems_of_a_seed_are_those_the_readme_was_scored_on():
+    """Same seed, same numbers: seed 1337's held-out problems, drawn from torch's generator (the same
+    integers on any CPU), and none of the training's draws or settings changes them."""
+    firsts = {'+': (80, 8), '-': (92, 24), '*': (68, 66), '/': (32, 22)}
+    for p in (calculator.Problems(2), calculator.Problems(2, cot=True, tight=0.9, short=0.9, small=0.9)):
+        assert {op: p.held_out[op][0] for op in calculator.OPS} == firsts
+    assert calculator.Problems(2, seed=1).held_out['+'][0] != firsts['+']
+
+
 @pytest.mark.trains
 def test_a_tiny_run_learns_to_add_and_subtract(capsys, tmp_path):
     # --short 1: every operand 1 or 2 digits long at random; this tiny model learns short ones first
@@ -232,6 +241,27 @@ def test_asking_without_a_model_is_one_line(tmp_path, make, words):
         r.stderr.count('\n') == 1, r.stderr
 
 
+class Calls:
+    """Pickled as a call of os.mkdir: a file that holds it makes a folder when it is unpickled."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return os.mkdir, (self.path,)
+
+
+def test_a_model_file_that_would_run_code_is_refused_and_runs_nothing(saved, tmp_path):
+    """--ask reads only tensors and plain data (weights_only): a model file from elsewhere whose pickle
+    calls a function gets one line, and the call is never made."""
+    ckpt = torch.load(saved, weights_only=True)
+    ckpt['note'] = Calls(tmp_path / 'ran')
+    torch.save(ckpt, tmp_path / 'c.pt')
+    r = run_here('scripts/calculator.py', '--ask', '1+2', f'--out={tmp_path / "c.pt"}')
+    assert r.returncode == 1 and 'is not a readable model of calculator.py' in r.stderr, r.stderr
+    assert r.stderr.count('\n') == 1 and not (tmp_path / 'ran').exists()
+
+
 def test_out_that_is_a_folder_is_refused_before_training(tmp_path):
     r = run_here('scripts/calculator.py', f'--out={tmp_path}')
     assert r.returncode == 2 and f'--out {tmp_path} is a folder' in r.stderr
@@ -300,7 +330,15 @@ def test_small_draws_one_digit_divisors_for_training_divisions_only():
 
 def test_the_work_is_on_by_default_and_no_cot_turns_it_off():
     assert calculator.parse_args([]).cot and not calculator.parse_args(['--no-cot']).cot
-    assert calculator.parse_args([]).max_steps == 4000 and calculator.parse_args(['--digits', '3']).max_steps == 4400
+
+
+def test_the_default_steps_are_those_help_gives():
+    """--help: 'default: 1000 for 1 digit, 4000 for 2, 2200 x (digits - 1) beyond'."""
+    text = ' '.join(run_here('scripts/calculator.py', '--help').stdout.split())
+    first, second, each = map(int, re.search(r'--max_steps MAX_STEPS default: (\d+) for 1 digit, (\d+) for 2, '
+                                             r'(\d+) x \(digits - 1\) beyond', text).groups())
+    assert [calculator.parse_args(['--digits', str(d)]).max_steps for d in (1, 2, 3, 4)] == \
+        [first, second, 2 * each, 3 * each]
 
 
 def test_two_digits_spend_a_570_s_budget_on_2_layers_by_default_and_max_steps_alone_gives_a_run_that_repeats():

@@ -803,6 +803,19 @@ def test_a_generate_that_takes_and_returns_text_is_checked_as_text(tmp_path):
     makes, so the checker stands in for them): called with a text prompt once tokens fail, not blamed."""
     (tmp_path / 'mine.py').write_text(TEXT_GENERATE)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
-    assert r.returncode == 0 and re.search(r'^BigramLanguageModel  matches stage 1 \(bigram, 22:11\); the past never '
+    assert r.returncode == 0 and re.search(r'^BigramLanguageModel  matches stage 1 \(bigram, 22:11\): a variant, '
+                                           r"generate returns text, where the lecture's returns the tokens \(to "
+                                           r'decode\); the past never '
                                            r'hears the future, batch rows never talk, generate feeds the last token '
                                            r'only, all that the model reads, loss at init', r.stdout, re.M), r.stdout
+
+
+def test_annotations_under_from_future_import_annotations_are_not_run(tmp_path):
+    """After `from __future__ import annotations`, Python (and Jupyter, in the later cells) never evaluates an
+    annotation, so one that names what is imported only for type checkers is no error: the file is checked."""
+    text = TEXT_GENERATE.replace('import torch\n', 'from __future__ import annotations\nimport torch\n', 1)
+    text = text.replace('def forward(self, idx, targets=None):', 'def forward(self, idx: Tensor, targets: Tensor | None = None):')
+    assert text.count('Tensor') == 2
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and re.search(r'^BigramLanguageModel  matches stage 1', r.stdout, re.M), r.stdout + r.stderr

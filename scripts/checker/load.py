@@ -2,8 +2,8 @@
 Step 1, load: of the learner's file (a script, a notebook's cells, the modules beside it) only the imports,
 settings and definitions run, and the calls that build a model (build.py); never what reads data or trains.
 """
-import argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json, linecache, os
-import pkgutil, re, sys, traceback, types
+import __future__, argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json, linecache
+import os, pkgutil, re, sys, traceback, types
 
 import torch
 import torch.nn as nn
@@ -241,7 +241,10 @@ def builds(node, learner, names):
     return found
 
 def run(nodes, where, names):
-    exec(compile(ast.fix_missing_locations(ast.Module(nodes, [])), where, 'exec'), names)
+    """Run the nodes; after `from __future__ import annotations`, with it (as the rest of a file, or a notebook's
+    later cells)"""
+    flags = __future__.annotations.compiler_flag if names.get('annotations') is __future__.annotations else 0
+    exec(compile(ast.fix_missing_locations(ast.Module(nodes, [])), where, 'exec', flags), names)
 
 def run_selected(tree, learner, names, where):
     """Run a module's (or a function's) imports, definitions and settings, in order, and build its models."""

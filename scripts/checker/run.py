@@ -190,6 +190,14 @@ def sampling(m, block, learner):
             if e is not None:
                 return [('mistake', f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}")] * \
                     learner.raised(e)
+            if not prompted and new == 3:
+                said.append(('variant', "generate takes no prompt: it starts from a token of its own, where the "
+                                        "lecture's continues the idx it is given"))
+            if not prompted and new == 3 != len(lengths): # (its count takes in the token it starts from)
+                said.append(('variant', f"generate samples {len(lengths)} tokens when asked for {new}: its count "
+                                        "is of all it returns, where the lecture's counts the new ones"))
+            if isinstance(out, str) and new == 3:
+                said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
             wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much
             appends = f" ({learner.place(wrong[0])}: `{learner.source(wrong[0])}` appends {wrong[1]} tokens at " \
@@ -252,6 +260,12 @@ def greedy(out, fed, start, new, V):
         return len(fed) >= new and torch.equal(out[0, start:], tokens)
     return False
 
+def last_only(m, idx):
+    """Whether the model called without its targets gives the logits of the last position only."""
+    with contextlib.suppress(Exception):
+        return bool(targets_of(m)) and out_of(m(idx)).numel() == len(idx) * vocab(m) < idx.numel() * vocab(m)
+    return False
+
 def last_alone(m, T):
     """Whether the last position's logits are the same from its token alone (a bigram's): cropping to it is
     harmless."""
@@ -271,6 +285,8 @@ def invariants(m, T, learner, block):
     try:
         with torch.no_grad():
             logits = logits_of(m.eval(), idx)
+            problems += [('variant', "without targets, the logits of the last position only (as nanoGPT, for "
+                                     "generate), where the lecture's are of every position")] * last_only(m, idx)
             problems += [('mistake', "a future token changes an earlier output")] * (
                 not torch.allclose(logits_of(m, later)[:, :T // 2], logits[:, :T // 2], atol=1e-5))
             problems += [('mistake', "one example in a batch changes another's output")] * (

@@ -122,6 +122,18 @@ def test_each_mistake_is_flagged_in_its_part_and_named_at_its_line(part, changes
     assert sum(line.startswith('matches') for line in lines.values()) == len(lines) - 1
 
 
+@pytest.mark.parametrize('scale, said', [('T**-0.5', r' = (\d+)\*\*-0\.5 \(T, the number of tokens\), not by'),
+                                         ('48**-0.5', r' = (48)\*\*-0\.5, not by')])
+def test_a_scale_of_another_number_says_which_number_it_is_the_root_of(scale, said, tmp_path):
+    """The length of the text for head_size (T**-0.5), or a head_size of another config: the number under the
+    root is named, and the length as such, beside the factor the checker measured."""
+    text = edited(('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', f'wei = q @ k.transpose(-2,-1) * {scale}'))
+    r, lines = check(tmp_path, text)
+    m = re.search(rf"^differs: {cited(text, 'wei = q @ k')}: the affinities scaled by ([\d.]+){said} head_size\*\*-0\.5 "
+                  r"= [\d.]+ \(head_size \d+\)$", lines['Head'])
+    assert r.returncode == 1 and m and abs(float(m[1]) - int(m[2]) ** -0.5) < 1e-3, r.stdout
+
+
 def test_a_device_chosen_in_an_if_with_a_print_is_a_setting_of_theirs(tmp_path):
     """An if/else that sets the device and prints which one is run (quietly), so its device is theirs."""
     text = edited(("device = 'cuda' if torch.cuda.is_available() else 'cpu'",

@@ -253,7 +253,10 @@ def described(name, value, steps, event, theirs):
     if name == 'scaled' and isinstance(before, torch.Tensor):
         keep = before.abs() > 1e-3
         factor, hs = (value[keep] / before[keep]).median().item(), steps.values['q'].shape[-1]
-        return f"the affinities scaled by {factor:.3g}, not by head_size**-0.5 = {hs**-0.5:.3g} (head_size {hs})"
+        n = round(factor ** -2) if factor > 0 else 0 # (the tokens, a setting)
+        root = f" = {n}**-0.5" + (" (T, the number of tokens)" if n == theirs.T else '') \
+            if 1 < n < 10 ** 5 and abs(n ** -0.5 / factor - 1) < 1e-3 else ''
+        return f"the affinities scaled by {factor:.3g}{root}, not by head_size**-0.5 = {hs**-0.5:.3g} (head_size {hs})"
     future = value[..., torch.ones(value.shape[-1], value.shape[-1]).triu(1).bool()] if name == 'masked' else None
     if future is not None and future.isfinite().any():
         return "the future filled with 0, not -inf, before the softmax: it still gets weight" if (future == 0).all() \

@@ -240,9 +240,7 @@ def builds(node, learner, names):
             inner |= {id(c) for c in ast.walk(n)}
     return found
 
-def run(nodes, where, names):
-    """Run the nodes; after `from __future__ import annotations`, with it (as the rest of a file, or a notebook's
-    later cells)"""
+def run(nodes, where, names): # (after from __future__ import annotations, with it, as Python and Jupyter)
     flags = __future__.annotations.compiler_flag if names.get('annotations') is __future__.annotations else 0
     exec(compile(ast.fix_missing_locations(ast.Module(nodes, [])), where, 'exec', flags), names)
 

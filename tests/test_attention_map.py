@@ -152,6 +152,42 @@ def test_every_heads_weights_in_one_picture(ckpt, tmp_path, monkeypatch):
         assert f'{w.diagonal()[1:].mean():.2f}' == itself and f'{w.diagonal(-1).mean():.2f}' == before
 
 
+@pytest.mark.parametrize('T, inches, labelled', [(40, 2.4, True), (41, 3.8, True), (64, 3.8, True), (65, 3.8, False)])
+def test_each_map_of_the_picture_is_titled_and_labelled_by_its_characters_where_they_fit(T, inches, labelled, tiny,
+                                                                                           tmp_path, monkeypatch):
+    """Map by map, in the table's order: 'layer l, head h' over it; along both sides the prompt's characters
+    (newlines and spaces made visible), while 64 fit; each map 2.4 inches wide up to 40 characters, then 3.8;
+    one colour scale, weights 0 to 1, its bar inside the picture."""
+    pytest.importorskip('matplotlib')
+    import matplotlib.axes
+    import matplotlib.figure
+    gpt.block_size = 80
+    torch.manual_seed(0)
+    torch.save({'model': gpt.GPTLanguageModel(len(CHARS)).state_dict(), 'chars': CHARS,
+                'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
+    said, scales, bars = [], [], []
+    imshow, colorbar = matplotlib.axes.Axes.imshow, matplotlib.figure.Figure.colorbar
+    for name in ('set_title', 'set_xticks', 'set_yticks'):
+        monkeypatch.setattr(matplotlib.axes.Axes, name, lambda ax, *a, name=name, **kw: said.append((name, a)))
+    monkeypatch.setattr(matplotlib.axes.Axes, 'imshow', lambda ax, data, **kw: scales.append((kw['vmin'], kw['vmax']))
+                        or imshow(ax, data, **kw))
+    monkeypatch.setattr(matplotlib.figure.Figure, 'colorbar', lambda *a, **kw: bars.append(colorbar(*a, **kw))
+                        or bars[-1])
+    prompt = ''.join(CHARS[i % len(CHARS)] for i in range(T))
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', f'--png={tmp_path / "heads.png"}', f'--prompt={prompt}')
+    assert r.returncode == 0, r.stderr
+    labels = [attention_map.shown(c) for c in prompt] if labelled else []
+    assert ' ' in prompt and '\u00b7' in labels or not labelled
+    assert said == [call for layer in range(2) for h in range(4) for call in [
+        ('set_title', (f'layer {layer}, head {h}',)), ('set_xticks', (range(len(labels)), labels)),
+        ('set_yticks', (range(len(labels)), labels))]]
+    data = (tmp_path / 'heads.png').read_bytes()
+    assert struct.unpack('>II', data[16:24]) == (round(100 * (inches * 4 + 1)), round(100 * inches * 2))
+    assert scales == [(0, 1)] * 8 and len(bars) == 1 # one colour scale, 0 to 1, for every map, and its bar
+    bar = bars[0].ax.get_position()
+    assert 0 < bar.y0 < bar.y1 < 1 and bar.x1 < 1 # inside the picture
+
+
 def test_a_picture_without_matplotlib_says_how_to_get_it(ckpt, monkeypatch):
     monkeypatch.setitem(sys.modules, 'matplotlib', None) # as if it were not installed
     r = run_here(SCRIPT, f'--ckpt={ckpt}', f'--png={ckpt / "heads.png"}', '--prompt=ROMEO:')

@@ -186,6 +186,7 @@ def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
     """With 1 digit, 20 problems of each operation are held out: a draw of one is held out about
     1 time in 5. Such a draw is drawn again, so that every operation has a problem in every batch."""
     p = calculator.Problems(1)
+    assert {op: len(p.held_out[op]) for op in calculator.OPS} == dict.fromkeys(calculator.OPS, 20)
     for _ in range(200):
         batches = p.batch(4)
         assert [len(x) for x, _ in batches] == [1, 1, 1, 1]

@@ -188,6 +188,17 @@ def test_each_map_of_the_picture_is_titled_and_labelled_by_its_characters_where_
     assert 0 < bar.y0 < bar.y1 < 1 and bar.x1 < 1 # inside the picture
 
 
+def test_a_model_of_one_layer_and_one_head_is_one_map(tiny, tmp_path):
+    pytest.importorskip('matplotlib')
+    gpt.n_layer, gpt.n_head = 1, 1
+    torch.manual_seed(0)
+    torch.save({'model': gpt.GPTLanguageModel(len(CHARS)).state_dict(), 'chars': CHARS,
+                'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
+    r = run_here(SCRIPT, f'--ckpt={tmp_path}', f'--png={tmp_path / "heads.png"}', '--prompt=ROMEO:')
+    assert r.returncode == 0 and struct.unpack('>II', (tmp_path / 'heads.png').read_bytes()[16:24]) == (340, 240), \
+        r.stderr
+
+
 def test_a_picture_without_matplotlib_says_how_to_get_it(ckpt, monkeypatch):
     monkeypatch.setitem(sys.modules, 'matplotlib', None) # as if it were not installed
     r = run_here(SCRIPT, f'--ckpt={ckpt}', f'--png={ckpt / "heads.png"}', '--prompt=ROMEO:')

@@ -1,5 +1,6 @@
 """The calculator after EX2: its problems, their worked answers, the held-out split, a tiny run."""
 import io
+import math
 import os
 import random
 import re
@@ -190,6 +191,15 @@ def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
     for _ in range(200):
         batches = p.batch(4)
         assert [len(x) for x, _ in batches] == [1, 1, 1, 1]
+
+
+def test_the_loss_printed_is_the_mean_over_the_operations_near_ln_18_at_init(capsys, tmp_path):
+    """Each operation's batch has a loss of its own; the step's loss, printed, is their mean: after one
+    step from init, about ln 18 (the vocabulary), not four times it."""
+    calculator.main(['--digits', '1', '--max_steps', '1', '--eval_every', '1', '--n_layer', '1', '--n_embd', '32',
+                     '--batch_size', '16', f'--out={tmp_path / "c.pt"}'])
+    loss = float(re.search(r'^step 1: loss ([\d.]+), held-out exact match', capsys.readouterr().out, re.M)[1])
+    assert math.log(18) - 1 < loss < math.log(18) + 1, loss
 
 
 @pytest.fixture(scope='module')

@@ -195,11 +195,17 @@ def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
 
 def test_the_loss_printed_is_the_mean_over_the_operations_near_ln_18_at_init(capsys, tmp_path):
     """Each operation's batch has a loss of its own; the step's loss, printed, is their mean: after one
-    step from init, about ln 18 (the vocabulary), not four times it."""
+    step from init, about ln 18 (the vocabulary), not four times it. The hint at the end asks a problem
+    the first line showed."""
     calculator.main(['--digits', '1', '--max_steps', '1', '--eval_every', '1', '--n_layer', '1', '--n_embd', '32',
                      '--batch_size', '16', f'--out={tmp_path / "c.pt"}'])
-    loss = float(re.search(r'^step 1: loss ([\d.]+), held-out exact match', capsys.readouterr().out, re.M)[1])
+    out = capsys.readouterr().out
+    loss = float(re.search(r'^step 1: loss ([\d.]+), held-out exact match', out, re.M)[1])
     assert math.log(18) - 1 < loss < math.log(18) + 1, loss
+    # the closing hint asks the problem the first line shows as the last operation's example
+    example = re.search(r'; e\.g\. .*, (\d+)([-+*/])(\d+)=\S+$', out, re.M)
+    hint = re.search(r' --ask "(\d+)([-+*/])(\d+)"$', out, re.M)
+    assert example[2] == hint[2] == '/' and int(example[1]) == int(hint[1]) and int(example[3]) == int(hint[3]), out
 
 
 @pytest.fixture(scope='module')
@@ -255,6 +261,14 @@ def test_asking_without_a_model_is_one_line(tmp_path, make, words):
     r = run_here('scripts/calculator.py', '--ask', '1+2', f'--out={tmp_path / "c.pt"}')
     assert r.returncode == 1 and r.stderr.startswith('error: ') and words in r.stderr and \
         r.stderr.count('\n') == 1, r.stderr
+
+
+def test_a_model_file_that_holds_more_than_calculator_py_writes_is_still_read(saved, capsys, tmp_path):
+    ckpt = torch.load(saved, weights_only=True)
+    torch.save(dict(ckpt, note='trained on a Tuesday'), tmp_path / 'c.pt')
+    capsys.readouterr()
+    calculator.main(['--ask', '4+5', f'--out={tmp_path / "c.pt"}'])
+    assert capsys.readouterr().out.startswith('4+5 = ')
 
 
 class Calls:

@@ -206,6 +206,8 @@ def test_the_loss_printed_is_the_mean_over_the_operations_near_ln_18_at_init(cap
     example = re.search(r'; e\.g\. .*, (\d+)([-+*/])(\d+)=\S+$', out, re.M)
     hint = re.search(r' --ask "(\d+)([-+*/])(\d+)"$', out, re.M)
     assert example[2] == hint[2] == '/' and int(example[1]) == int(hint[1]) and int(example[3]) == int(hint[3]), out
+    shown = re.findall(r'^  . wrong on (\d+) of 20, the first (\d+):\n((?:    .*\n)*)', out, re.M)
+    assert len(shown) == 4 and all(len(lines.splitlines()) == int(k) == min(3, int(n)) for n, k, lines in shown), out
 
 
 @pytest.fixture(scope='module')
@@ -363,7 +365,9 @@ def test_the_work_is_on_by_default_and_no_cot_turns_it_off():
 
 
 def test_the_default_steps_are_those_help_gives():
-    """--help: 'default: 1000 for 1 digit, 4000 for 2, 2200 x (digits - 1) beyond'."""
+    """--help: 'default: 1000 for 1 digit, 4000 for 2, 2200 x (digits - 1) beyond'; and the rate that
+    scripts/README's runs were trained at, 1e-3."""
+    assert calculator.parse_args([]).lr == 1e-3
     text = ' '.join(run_here('scripts/calculator.py', '--help').stdout.split())
     first, second, each = map(int, re.search(r'--max_steps MAX_STEPS default: (\d+) for 1 digit, (\d+) for 2, '
                                              r'(\d+) x \(digits - 1\) beyond', text).groups())

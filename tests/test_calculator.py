@@ -335,6 +335,12 @@ def test_tight_draws_the_close_comparisons_of_minus_and_divide():
     assert near(a, b) > near(*plain.operands('/', 4000, plain.gen)) + 0.15 and (b >= 1).all() and (a <= 99).all()
     assert all(torch.equal(x, y) for x, y in zip(plain.operands('+', 50, torch.Generator().manual_seed(0)),
                                                  problems.operands('+', 50, torch.Generator().manual_seed(0))))
+    close = calculator.Problems(2, tight=1.0, held_out=False) # every one drawn close, over the whole of 0 to 99
+    a, b = close.operands('-', 4000, close.gen)
+    assert ((a - b).abs() <= 1).all() and b.min() == 0 and b.max() == 99 and a.max() <= 99
+    a, b = close.operands('/', 4000, close.gen)
+    near = ((a - torch.round(a / b) * b).abs() <= 1) | (a == 99) # (past 99, clamped to it)
+    assert near.all() and a.min() == 0 and a.max() == 99 and b.min() >= 1
 
 
 def test_short_mixes_in_operands_of_fewer_digits_in_training_only():

@@ -5,6 +5,7 @@ import os
 import random
 import re
 import sys
+import time
 
 import pytest
 import torch
@@ -196,10 +197,14 @@ def test_a_batch_is_never_empty_even_when_a_draw_is_all_held_out():
 def test_the_loss_printed_is_the_mean_over_the_operations_near_ln_18_at_init(capsys, tmp_path):
     """Each operation's batch has a loss of its own; the step's loss, printed, is their mean: after one
     step from init, about ln 18 (the vocabulary), not four times it. The hint at the end asks a problem
-    the first line showed."""
+    the first line showed; the time in all is the run's; the model reads the longest problem less its last."""
+    started = time.time()
     calculator.main(['--digits', '1', '--max_steps', '1', '--eval_every', '1', '--n_layer', '1', '--n_embd', '32',
                      '--batch_size', '16', f'--out={tmp_path / "c.pt"}'])
-    out = capsys.readouterr().out
+    seconds, out = time.time() - started, capsys.readouterr().out
+    assert 0 <= float(re.search(r'^done after 1 steps, ([\d.]+) s in all: ', out, re.M)[1]) <= seconds + 0.05
+    longest = max(map(calculator.Problems(1, cot=True, held_out=False).length, calculator.OPS)) # its last token: no input
+    assert torch.load(tmp_path / 'c.pt', weights_only=True)['config']['block_size'] == longest - 1
     loss = float(re.search(r'^step 1: loss ([\d.]+), held-out exact match', out, re.M)[1])
     assert math.log(18) - 1 < loss < math.log(18) + 1, loss
     # the closing hint asks the problem the first line shows as the last operation's example

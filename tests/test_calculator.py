@@ -367,12 +367,22 @@ def test_small_draws_one_digit_divisors_for_training_divisions_only():
     assert 0.5 < (b < 10).float().mean() < 0.6 and (b >= 1).all()
     assert 0.045 < (b == 1).float().mean() < 0.075 and 0.045 < (b == 9).float().mean() < 0.075
     assert problems.held_out == plain.held_out
+    every = calculator.Problems(2, small=1.0, held_out=False)
+    assert every.operands('/', 2000, every.gen)[1].unique().tolist() == list(range(1, 10))
     assert all(torch.equal(x, y) for x, y in zip(plain.operands('*', 50, torch.Generator().manual_seed(0)),
                                                  problems.operands('*', 50, torch.Generator().manual_seed(0))))
 
 
 def test_the_work_is_on_by_default_and_no_cot_turns_it_off():
     assert calculator.parse_args([]).cot and not calculator.parse_args(['--no-cot']).cot
+
+
+def test_a_batch_must_hold_one_problem_of_each_operation(capsys):
+    assert calculator.parse_args(['--batch_size', '4']).batch_size == 4 # one of each of + - * /
+    with pytest.raises(SystemExit) as e:
+        calculator.parse_args(['--batch_size', '3'])
+    assert e.value.code == 2 and capsys.readouterr().err.startswith(
+        'error: --batch_size must be at least one problem per operation, got 3')
 
 
 def test_the_default_steps_are_those_help_gives():

@@ -211,6 +211,7 @@ def test_the_loss_printed_is_the_mean_over_the_operations_near_ln_18_at_init(cap
     example = re.search(r'; e\.g\. .*, (\d+)([-+*/])(\d+)=\S+$', out, re.M)
     hint = re.search(r' --ask "(\d+)([-+*/])(\d+)"$', out, re.M)
     assert example[2] == hint[2] == '/' and int(example[1]) == int(hint[1]) and int(example[3]) == int(hint[3]), out
+    assert f'\n  {example[1]}/{example[3]}=' in out # and, before its mistakes, that problem as the model wrote it
     shown = re.findall(r'^  . wrong on (\d+) of 20, the first (\d+):\n((?:    .*\n)*)', out, re.M)
     assert len(shown) == 4 and all(len(lines.splitlines()) == int(k) == min(3, int(n)) for n, k, lines in shown), out
 

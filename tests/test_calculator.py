@@ -324,6 +324,10 @@ def test_shares_split_each_batch_between_the_operations():
     """Problems splits each batch equally by default; --shares 1 1 1 2, the script's default for the four
     operations: two fifths division. (Without held-out problems to leave out, each gets exactly its share.)"""
     assert calculator.parse_args([]).shares == [1, 1, 1, 2] and calculator.parse_args(['--ops', '/+']).shares == [2, 1]
+    for shares in (['1', '1', '1', '0'], ['1', '1', '1', '-1'], ['1', '1']):
+        with pytest.raises(SystemExit) as e:
+            calculator.parse_args(['--shares', *shares])
+        assert e.value.code == 2
     for shares, sizes in [(None, [64, 64, 64, 64]), ([1, 1, 1, 2], [51, 51, 52, 102])]:
         problems = calculator.Problems(1, shares=shares, held_out=False)
         assert [len(x) for x, _ in problems.batch(256)] == sizes

@@ -2,8 +2,8 @@
 Step 1, load: of the learner's file (a script, a notebook's cells, the modules beside it) only the imports,
 settings and definitions run, and the calls that build a model (build.py); never what reads data or trains.
 """
-import __future__, argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json, linecache
-import os, pkgutil, re, sys, traceback, types
+import __future__, argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json
+import linecache, os, pkgutil, re, sys, traceback, types
 
 import torch
 import torch.nn as nn

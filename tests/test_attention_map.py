@@ -61,11 +61,16 @@ def test_the_table_and_the_map_of_heads_whose_weights_are_known():
 @pytest.fixture
 def ckpt(tiny, tmp_path):
     """A folder with a best.pt of an untrained model of TINY's shape (block_size 16)."""
+    return untrained(tmp_path)
+
+
+def untrained(folder):
+    """folder, with a best.pt of an untrained model of gpt's settings now."""
     torch.manual_seed(0)
     model = gpt.GPTLanguageModel(len(CHARS))
     torch.save({'model': model.state_dict(), 'chars': CHARS, 'config': {k: getattr(gpt, k) for k in gpt.config_keys}},
-               tmp_path / 'best.pt')
-    return tmp_path
+               folder / 'best.pt')
+    return folder
 
 
 def test_every_head_in_a_table(ckpt):
@@ -162,9 +167,7 @@ def test_each_map_of_the_picture_is_titled_and_labelled_by_its_characters_where_
     import matplotlib.axes
     import matplotlib.figure
     gpt.block_size = 80
-    torch.manual_seed(0)
-    torch.save({'model': gpt.GPTLanguageModel(len(CHARS)).state_dict(), 'chars': CHARS,
-                'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
+    untrained(tmp_path)
     said, scales, bars = [], [], []
     imshow, colorbar = matplotlib.axes.Axes.imshow, matplotlib.figure.Figure.colorbar
     for name in ('set_title', 'set_xticks', 'set_yticks'):
@@ -191,9 +194,7 @@ def test_each_map_of_the_picture_is_titled_and_labelled_by_its_characters_where_
 def test_a_model_of_one_layer_and_one_head_is_one_map(tiny, tmp_path):
     pytest.importorskip('matplotlib')
     gpt.n_layer, gpt.n_head = 1, 1
-    torch.manual_seed(0)
-    torch.save({'model': gpt.GPTLanguageModel(len(CHARS)).state_dict(), 'chars': CHARS,
-                'config': {k: getattr(gpt, k) for k in gpt.config_keys}}, tmp_path / 'best.pt')
+    untrained(tmp_path)
     r = run_here(SCRIPT, f'--ckpt={tmp_path}', f'--png={tmp_path / "heads.png"}', '--prompt=ROMEO:')
     assert r.returncode == 0 and struct.unpack('>II', (tmp_path / 'heads.png').read_bytes()[16:24]) == (340, 240), \
         r.stderr

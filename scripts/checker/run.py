@@ -190,13 +190,13 @@ def sampling(m, block, learner):
             if e is not None:
                 return [('mistake', f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}")] * \
                     learner.raised(e)
-            if not prompted and new == 3:
+            if new == 3 and not prompted:
                 said.append(('variant', "generate takes no prompt: it starts from a token of its own, where the "
                                         "lecture's continues the idx it is given"))
-            if not prompted and new == 3 != len(lengths): # (its count takes in the token it starts from)
-                said.append(('variant', f"generate samples {len(lengths)} tokens when asked for {new}: its count "
-                                        "is of all it returns, where the lecture's counts the new ones"))
-            if isinstance(out, str) and new == 3:
+                if len(lengths) != new: # (its count takes in the token it starts from)
+                    said.append(('variant', f"generate samples {len(lengths)} tokens when asked for {new}: its "
+                                            "count is of all it returns, where the lecture's counts the new ones"))
+            if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
             wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much

@@ -49,8 +49,9 @@ class Settings:
             return self.found[meant]
         if meant == 'n_head':
             return next(h for h in (LECTURE['n_head'], 8, 4, 2, 1) if self('n_embd') % h == 0)
-        return self('n_embd') // self('n_head') if meant == 'head_size' else 4 * self('n_embd') \
-            if meant == 'ffwd_size' else LECTURE[meant]
+        if meant == 'head_size':
+            return self('n_embd') // self('n_head')
+        return 4 * self('n_embd') if meant == 'ffwd_size' else LECTURE[meant]
     def __getattr__(self, name):
         if name.startswith(('use_', 'is_', 'enable')): # a switch (use_rope): off
             return False
@@ -96,8 +97,11 @@ class Scope(dict):
         self.chain, self.settings = chain, settings
     def __missing__(self, name):
         scope = next((s for s in self.chain if name in s), None)
-        return scope[name] if scope is not None else getattr(builtins, name) if hasattr(builtins, name) else \
-            self.settings(meaning(name)) if meaning(name) else self.settings
+        if scope is not None:
+            return scope[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        return self.settings(meaning(name)) if meaning(name) else self.settings
 
 def filled(config, settings):
     """A copy of a config, what the data was to set in it (vocab_size: int = 0) the lecture's."""
@@ -133,8 +137,11 @@ def arguments(cls, settings, own):
             continue
         made = [c for c in settings.configs if kind is None or isinstance(c, kind)]
         classes = [kind] if kind else settings.classes
-        kwargs[p.name] = filled(made[0] if made else classes[0](**arguments(classes[0], settings, own)) if classes
-                                else settings, settings)
+        if made: # a config the file makes; else one made of its config class; else the settings themselves
+            config = made[0]
+        else:
+            config = classes[0](**arguments(classes[0], settings, own)) if classes else settings
+        kwargs[p.name] = filled(config, settings)
     return kwargs
 
 def codes(cls):
@@ -209,7 +216,8 @@ class Builder:
             self.building = True
             m = cls(*[given(a, params[i]) for i, a in enumerate(call.args)],
                     **{k.arg: given(k.value, k.arg) for k in call.keywords if k.arg})
-            self.models += [(m, (where, call.lineno))] * isinstance(m, nn.Module)
+            if isinstance(m, nn.Module):
+                self.models.append((m, (where, call.lineno)))
         except Exception as e:
             self.failed.add(message(e))
             self.errors.append(((where, call.lineno), message(e)))
@@ -235,9 +243,14 @@ class Builder:
         for node, names in [(n, ns) for n, ns in self.learner.functions if n.name != '__init__' and
                             builds(n, self.learner, ns) and inspect.isfunction(ns.get(n.name))]:
             fn, settings = names[node.name], Settings(names, self.learner.own)
-            local = {**names, **{p.name: p.default if p.default is not p.empty else settings(meaning(p.name)) if
-                                 meaning(p.name) else settings for p in inspect.signature(fn).parameters
-                                 .values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}}
+            local = dict(names)
+            for p in inspect.signature(fn).parameters.values():
+                if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    continue
+                if p.default is not p.empty:
+                    local[p.name] = p.default
+                else:
+                    local[p.name] = settings(meaning(p.name)) if meaning(p.name) else settings
             with contextlib.suppress(CantCheck): # (a line of it that can't run: its models are built alone)
                 run_selected(ast.Module(node.body, []), self.learner, local, fn.__code__.co_filename)
         sys.argv = argv

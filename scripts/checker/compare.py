@@ -89,13 +89,15 @@ class Theirs:
     def where(self, i):
         """The part's own line that makes event i's result: the call's, or that of the layer that returns it
         (in an nn.Sequential, where that was made)."""
-        t = self.events[i].outs[0] if i is not None and i >= 0 else None
-        for w in [w for w in self.events[i:] if w.module not in (None, self.m) and any(o is t for o in w.outs) and
-                  not any(a is t for a in tensors(w.args))] if t is not None else []: # (a Dropout in eval: not)
+        if i is None or i < 0:
+            return None
+        t = self.events[i].outs[0]
+        returns = lambda w: any(o is t for o in w.outs) and not any(a is t for a in tensors(w.args)) # (a Dropout in eval: not)
+        for w in [w for w in self.events[i:] if w.module not in (None, self.m) and returns(w)]:
             made, child = w.module.__dict__.get('_made_at'), any(w.module is c for c in self.m.children())
             if child and w.at in self.own or made and (not child and made in self.own or w.at is None):
                 return w.at if child and w.at else made
-        return self.events[i].at if t is not None else None
+        return self.events[i].at
     def source(self, i):
         text = self.learner.source(self.where(i)) if self.where(i) else ''
         return text if len(text) <= 70 else text[:67] + '...'
@@ -182,7 +184,10 @@ def others(steps, i, o, swaps, theirs):
     name, theirs_for = names[min(i, len(names) - 1)], lambda c: lambda v: relayout(c, v, theirs.B, theirs.T)
     skippable = [n for n in names[:i + 2] if n not in swaps and steps.before.get(n) is not None and (
         n in names[i:i + 2] or theirs.sdpa is not None and n in INSIDE)]
-    for skip in [(n,) for n in skippable] + [tuple(names[i:i + 2])] * (names[i:i + 2] == skippable[-2:] != []):
+    skips = [(n,) for n in skippable]
+    if skippable and names[i:i + 2] == skippable[-2:]: # (the two steps at i at once)
+        skips.append(tuple(names[i:i + 2]))
+    for skip in skips:
         tries.append((1, skip, o, dict(swaps, **dict.fromkeys(skip, 'skip'))))
     if 0 < i < len(names) - 1 and steps.before.get(name) is steps.values[names[i - 1]]:
         tries += [(2, (names[i - 1], event), o, dict(swaps, **{names[i - 1]: theirs_for(c)}))
@@ -241,10 +246,12 @@ def finding(rank, what, steps, new, i, theirs):
         if name in AFTER and made != theirs.sdpa:
             made = next(iter(theirs.after(made) if made is not None else []), None)
         if name in ('ln1', 'ln2'): # shown where the Block's own line takes its input (ln1's: the Block's)
-            made = next((k for k in theirs.after(-1 if made is None else made) if theirs.events[k].at in theirs.own),
-                        made)
-        said.append(('mistake', never_used(name, theirs.events[dropped]), theirs.where(dropped)) if dropped is not
-                    None else ('mistake', MISSING.get(name, f"{STEP.get(name, name)} is missing"), theirs.where(made)))
+            takers = theirs.after(-1 if made is None else made)
+            made = next((k for k in takers if theirs.events[k].at in theirs.own), made)
+        if dropped is not None:
+            said.append(('mistake', never_used(name, theirs.events[dropped]), theirs.where(dropped)))
+        else:
+            said.append(('mistake', MISSING.get(name, f"{STEP.get(name, name)} is missing"), theirs.where(made)))
     return said
 
 def described(name, value, steps, event, theirs):
@@ -254,13 +261,15 @@ def described(name, value, steps, event, theirs):
         keep = before.abs() > 1e-3
         factor, hs = (value[keep] / before[keep]).median().item(), steps.values['q'].shape[-1]
         n = round(factor ** -2) if factor > 0 else 0 # (the tokens, a setting)
-        root = f" = {n}**-0.5" + (" (T, the number of tokens)" if n == theirs.T else '') \
-            if 1 < n < 10 ** 5 and abs(n ** -0.5 / factor - 1) < 1e-3 else ''
+        root = ''
+        if 1 < n < 10 ** 5 and abs(n ** -0.5 / factor - 1) < 1e-3: # the root of a number: which one
+            root = f" = {n}**-0.5" + (" (T, the number of tokens)" if n == theirs.T else '')
         return f"the affinities scaled by {factor:.3g}{root}, not by head_size**-0.5 = {hs**-0.5:.3g} (head_size {hs})"
     future = value[..., torch.ones(value.shape[-1], value.shape[-1]).triu(1).bool()] if name == 'masked' else None
+    if future is not None and future.isfinite().any() and (future == 0).all():
+        return "the future filled with 0, not -inf, before the softmax: it still gets weight"
     if future is not None and future.isfinite().any():
-        return "the future filled with 0, not -inf, before the softmax: it still gets weight" if (future == 0).all() \
-            else "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
+        return "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
     return f"`{theirs.source(event)}` where the lecture has {STEP.get(name, name)}"
 
 def xbow(name, steps, event, theirs, fed=None):
@@ -354,7 +363,7 @@ def shorter(m, x, rest, kwargs, learner):
     except Exception as e:
         words = (f"it runs on block_size = {x.shape[1]} tokens only, and generate needs fewer "
                  f"(cut the mask to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}")
-        return [('mistake', words, None)] * learner.raised(e)
+        return [('mistake', words, None)] if learner.raised(e) else []
 
 def check_part(label, m, kind, ctx, context, learner):
     """(status, [(kind, words, at)], stage, fix(instance): the lecture's part on its layers, or None)."""
@@ -381,8 +390,8 @@ def check_part(label, m, kind, ctx, context, learner):
         return 'differs', widths + (explain.not_a_layer(m, e, learner) or [
             ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, None
     events = t.events
-    said = explain.swapped(m, learner) + explain.registered(m, events) + explain.eval_mode(m, [x, *rest], kwargs,
-                                                                                           learner)
+    said = explain.swapped(m, learner) + explain.registered(m, events)
+    said += explain.eval_mode(m, [x, *rest], kwargs, learner)
     try:
         layouts = LAYOUTS[kind](m, ctx)
     except LookupError as e:
@@ -394,24 +403,31 @@ def check_part(label, m, kind, ctx, context, learner):
         if walks else (([], True, None), layouts[0])
     stage = stage_of(m, kind, lay, ctx)
     said += shorter(m, x, rest, kwargs, learner) if kind in ATTENTIONS and ctx.T is None else []
-    said += explain.heads_width(lay, x) if kind == 'MultiHeadAttention' else explain.repeated(
-        [b for b in lay['body'] if b not in lay['extra']]) if kind == 'the model' else explain.shared_norm(
-        events, ctx) if kind == 'Block' else []
+    if kind == 'MultiHeadAttention':
+        said += explain.heads_width(lay, x)
+    if kind == 'the model':
+        said += explain.repeated([b for b in lay['body'] if b not in lay['extra']])
+    if kind == 'Block':
+        said += explain.shared_norm(events, ctx)
     shown = lambda step: theirs.where(theirs.find(steps.values[step])) if steps and step in steps.values else None
-    said += found + [(*STRUCTURE[k], at) for k, at in structure(kind, m, lay, stage, max(context, stage), ctx, shown,
-                                                                 steps)]
+    layered = structure(kind, m, lay, stage, max(context, stage), ctx, shown, steps)
+    said += found + [(*STRUCTURE[k], at) for k, at in layered]
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
     said += dropouts(kind, steps, theirs, events, m, context, ctx) if ok and steps is not None else []
     never = explain.unused(m, [x, *rest], kwargs, ctx)
     wrong, named = explain.reused(m, events, never, learner)
     said, never = wrong + said, [n for n in never if n not in named]
-    skipped = [(n, c) for n, c in m.named_children() if f'`{n}`' in never and any(
-        ctx.role_of(s) == 'Block' for s in c.modules())] if kind == 'the model' and steps is None else []
-    said += [('mistake', f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings "
-              "and lm_head", c.__dict__.get('_made_at')) for n, c in skipped] # (where the steps run, the walk says it)
+    skipped = [] # (where the steps run, the walk says it)
+    if kind == 'the model' and steps is None:
+        holds_blocks = lambda c: any(ctx.role_of(s) == 'Block' for s in c.modules())
+        skipped = [(n, c) for n, c in m.named_children() if f'`{n}`' in never and holds_blocks(c)]
+    for n, c in skipped:
+        words = f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings and lm_head"
+        said.append(('mistake', words, c.__dict__.get('_made_at')))
     never = [n for n in never if n not in [f'`{n}`' for n, _ in skipped]]
-    said += [('note', f"your {', '.join(never)} {'is' if len(never) == 1 else 'are'} defined but never used", None)
-             ] if never else []
+    if never:
+        verb = 'is' if len(never) == 1 else 'are'
+        said.append(('note', f"your {', '.join(never)} {verb} defined but never used", None))
     if not any(f[0] == 'mistake' for f in said):
         return 'ok', said, stage, None
     if not isinstance(raw, torch.Tensor) or kind == 'the model':
@@ -458,8 +474,11 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx):
                                      "drops each branch's output before the add", e.at))
         elif step and step not in DROPPED.get(kind, ()):
             found.append(('variant', f"dropout on {STEP.get(step, step)} (the lecture has none there)", e.at))
-    return found + [('variant', 'F.scaled_dot_product_attention: the affinities, their scale, the mask, the softmax '
-                                'and wei @ v in one call', e.at) for e in events if e.name == SDPA and e.at in mine][:1]
+    sdpa = next((e for e in events if e.name == SDPA and e.at in mine), None)
+    if sdpa is not None:
+        found.append(('variant', 'F.scaled_dot_product_attention: the affinities, their scale, the mask, the '
+                                 'softmax and wei @ v in one call', sdpa.at))
+    return found
 
 BIASED = {'MultiHeadAttention': 'proj no bias', 'fused attention': 'proj no bias',
           'FeedForward': 'ffwd no bias', 'the model': 'lm_head no bias'}
@@ -468,13 +487,17 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
     """[(STRUCTURE's key, at)]: what a part's layers say, for its context's stage."""
     made = lambda layer: layer.__dict__.get('_made_at') if layer is not None else None
     attention = kind in ('MultiHeadAttention', 'fused attention')
-    found = [('no proj', shown('cat') or shown('merged'))] * (attention and lay['proj'] is None and context >= 5)
+    found = []
+    if attention and lay['proj'] is None and context >= 5:
+        found.append(('no proj', shown('cat') or shown('merged')))
     own = lay.get('linears') or [lay.get('proj' if attention else 'head')] # (where the lecture's have a bias)
     unbiased = [layer for layer in own if isinstance(layer, torch.nn.Linear) and layer.bias is None]
-    found += [(BIASED[kind], made(unbiased[0]))] if kind in BIASED and unbiased else []
+    if kind in BIASED and unbiased:
+        found.append((BIASED[kind], made(unbiased[0])))
     if kind == 'FeedForward':
         first = lay['linears'][0]
-        found += [('one linear', made(first))] * (len(lay['linears']) == 1 and context >= 5)
+        if len(lay['linears']) == 1 and context >= 5:
+            found.append(('one linear', made(first)))
         C, inner = first.in_features, lay['linears'][-1].in_features
         glu = first.out_features == 2 * inner # (a gate and its values from one Linear)
         llama = abs(inner - 8 * C / 3) <= max(1, C / 16) # (a GLU's 8C/3: the weights of 4C with two Linears)
@@ -484,23 +507,28 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
     if kind == 'Block':
         sa = lay['sa'] if isinstance(lay['sa'], torch.nn.Module) else None
         head = sa is not None and ctx.role_of(sa) == 'Head' and [c for _, c in layers(sa, torch.nn.Linear)]
-        found += [('no norms', shown('sa'))] * (stage < 6 and context >= 6)
-        found += [('one head', made(sa))] * bool(head and len(head) >= 2 and all(
-            c.out_features == c.in_features for c in head))
+        if stage < 6 and context >= 6:
+            found.append(('no norms', shown('sa')))
+        if head and len(head) >= 2 and all(c.out_features == c.in_features for c in head):
+            found.append(('one head', made(sa)))
     if kind == 'Head' and steps and lay['qkv'](steps.values['q'].new_zeros(1, 1, width(m)))[2] is None:
         found.append(('x for v', shown('wei @ v')) if shown('wei @ v') else ('no value', None))
     if kind in ATTENTIONS: # (a cache: past_kv, kv_cache, layer_past)
-        found += [('kv cache', None)] * any(w in p.lower() for p in inspect.signature(m.forward).parameters
-                                            for w in ('cache', 'past'))
+        if any(w in p.lower() for p in inspect.signature(m.forward).parameters for w in ('cache', 'past')):
+            found.append(('kv cache', None))
     if kind in ('Head', 'fused attention'):
         own = [c for _, c in layers(m, torch.nn.Linear)]
-        found += [('qkv bias', None)] * any(c.bias is not None for c in own[:3 if kind == 'Head' else 1])
-        found += [('fused qkv', made(own[0]))] * any(c.out_features == 3 * c.in_features for c in own)
-    if kind in ('Block', 'the model'):
-        found += [('rmsnorm', None)] * any(type(c).__name__ == 'RMSNorm' for c in m.children())
+        qkv = own[:3] if kind == 'Head' else own[:1]
+        if any(c.bias is not None for c in qkv):
+            found.append(('qkv bias', None))
+        if any(c.out_features == 3 * c.in_features for c in own):
+            found.append(('fused qkv', made(own[0])))
+    if kind in ('Block', 'the model') and any(type(c).__name__ == 'RMSNorm' for c in m.children()):
+        found.append(('rmsnorm', None))
     if kind == 'the model':
         found += [(k, None) for k in lay['structure']]
-        found += [('no ln_f', shown('logits'))] * (lay['final'] is None and stage >= 6)
+        if lay['final'] is None and stage >= 6:
+            found.append(('no ln_f', shown('logits')))
         if lay['pos'] is None and not lay['bigram'] and stage > 1: # (the video adds lm_head first, then positions)
             found.append(('positions', None) if ctx.positions else ('no positions', shown('tok')))
     return found

@@ -66,9 +66,12 @@ def swapped(m, learner):
 
 def named(node):
     """The name an argument is written with: n_head, self.n_head, config.n_head, config['n_head']."""
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
-        node.slice.value if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
-        isinstance(node.slice.value, str) else ''
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    key = isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value
+    return key if isinstance(key, str) else ''
 
 def reused(m, events, never, learner):
     """[(kind, words, at)], [names]: a Linear applied twice to one input where one of its shape is never used
@@ -130,14 +133,20 @@ def shared_norm(events, ctx):
                         "the lecture has two, ln1 and ln2, each with weights of its own",
              twice.__dict__.get('_made_at'))]
 
+def dropping(e):
+    """Whether a call drops out: F.dropout (training by default), or SDPA's dropout_p."""
+    if e.name == 'dropout':
+        return e.kwargs.get('training', e.args[2] if len(e.args) > 2 else True)
+    if e.name == SDPA:
+        return e.kwargs.get('dropout_p', e.args[4] if len(e.args) > 4 else 0)
+    return False
+
 def eval_mode(m, args, kwargs, learner):
     """In eval mode no dropout acts: the same input, the same output."""
     with torch.no_grad(), Trace(learner) as t:
         torch.default_generator.manual_seed(0)
         one = call(m.eval(), args, kwargs)
-    dropping = lambda e: e.kwargs.get('training', e.args[2] if len(e.args) > 2 else True) if e.name == 'dropout' \
-        else e.kwargs.get('dropout_p', e.args[4] if len(e.args) > 4 else 0) if e.name == SDPA else False
-    at = next((e.at for e in t.events if dropping(e)), None) # (F.dropout trains by default)
+    at = next((e.at for e in t.events if dropping(e)), None)
     sdpa = at in [e.at for e in t.events if e.name == SDPA]
     drawn = next((e for e in t.events if e.name.startswith(('rand', 'normal', 'bernoulli'))), None)
     if at is None and drawn is None: # (nothing random ran: the same output again, not run)
@@ -149,9 +158,11 @@ def eval_mode(m, args, kwargs, learner):
     if at is None and drawn is not None: # (noise made in forward: torch.randn(B, T, C))
         return [('mistake', f"`{learner.source(drawn.at)}` draws random numbers (torch.{drawn.name}) while it runs: "
                  "the same input gives another output each time", drawn.at)]
-    return [('mistake', "in eval mode its dropout still acts (" + ("F.scaled_dot_product_attention's dropout_p: "
-             "pass dropout_p=self.dropout if self.training else 0" if sdpa else "F.dropout trains by default: pass "
-             "training=self.training, or use nn.Dropout") + ")", at)] if at else []
+    if sdpa:
+        fix = "F.scaled_dot_product_attention's dropout_p: pass dropout_p=self.dropout if self.training else 0"
+    else:
+        fix = "F.dropout trains by default: pass training=self.training, or use nn.Dropout"
+    return [('mistake', f"in eval mode its dropout still acts ({fix})", at)]
 
 def unused(m, args, kwargs, ctx):
     """What m's output never depends on: a child (blocks never applied), else m's own layers."""

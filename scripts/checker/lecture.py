@@ -57,7 +57,10 @@ class Steps:
         self.swaps, self.values, self.before, self.made = swaps or {}, {}, {}, {}
     def __call__(self, name, value, before=None):
         swap, self.made[name], self.before[name] = self.swaps.get(name), value, before
-        self.values[name] = value if swap is None else before if swap == 'skip' else swap(value)
+        if swap is None:
+            self.values[name] = value
+        else:
+            self.values[name] = before if swap == 'skip' else swap(value)
         return self.values[name]
 
 # each step's value in the lecture's words; what a learner's code that skips it lacks
@@ -332,8 +335,11 @@ def context_length(m, settings, B=2):
 
 def width(m):
     first = next((s for s in m.modules() if isinstance(s, (nn.Linear, nn.LayerNorm))), None)
-    return first.in_features if isinstance(first, nn.Linear) else first.normalized_shape[0] if first is not None \
-        else next(p for p in m.parameters() if p.dim()).shape[0]
+    if isinstance(first, nn.Linear):
+        return first.in_features
+    if first is not None:
+        return first.normalized_shape[0]
+    return next(p for p in m.parameters() if p.dim()).shape[0]
 
 def runs(m, ctx, x):
     """m's output for x in eval mode, the same random numbers each time (dropout left on mixes nothing)."""
@@ -372,7 +378,9 @@ def find_role(m, ctx):
     kids = [ctx.role_of(c) for c in m.children()]
     if isinstance(m, (nn.ModuleList, nn.ModuleDict)):
         kinds = set(kids) - {None, 'LayerNorm'}
-        return 'blocks' if 'Block' in kinds else kinds.pop() if len(kinds) == 1 else None
+        if 'Block' in kinds:
+            return 'blocks'
+        return kinds.pop() if len(kinds) == 1 else None
     if has(m, nn.Embedding):
         return 'the model'
     if not has(m, nn.Linear):
@@ -459,7 +467,10 @@ def model_layouts(m, ctx):
     tables = [(t, fixed) for fixed, items in ((False, m.parameters(recurse=False)), (True, m.buffers(recurse=False)))
               for t in items if t.shape[-1] == C and t.numel() // C >= T and t.numel() % C == 0]
     if lay['pos'] is None and tables: # a table of its own: a Parameter (learned) or a buffer (fixed)
-        lay['pos'], lay['structure'] = tables[0][0], ['fixed positions'] * tables[0][1]
+        table, fixed = tables[0]
+        lay['pos'] = table
+        if fixed:
+            lay['structure'].append('fixed positions')
     for name, c in kids:
         kind = ctx.role_of(c)
         listed = [b for k in ([c] if isinstance(c, SEQUENCES) else c.children()) # (or a module of theirs around it)
@@ -475,7 +486,9 @@ def model_layouts(m, ctx):
             lay['named'].append((name, c))
     lay['blocks'] = any(ctx.role_of(b) == 'Block' for b in lay['body'])
     lay['extra'] = [b for b in lay['body'] if ctx.role_of(b) != 'Block'] if lay['blocks'] else [] # (from stage 5)
-    lay['structure'] += ['tied'] * (head.weight is tok.weight if head is not None else not lay['bigram'])
+    tied = head.weight is tok.weight if head is not None else not lay['bigram'] # (no lm_head: x @ tok.weight.T)
+    if tied:
+        lay['structure'].append('tied')
     return [lay]
 
 def ffwd_layouts(m, ctx):
@@ -522,9 +535,12 @@ def stage_of(m, kind, lay, ctx):
     norms = any(ctx.role_of(s) == 'LayerNorm' for s in m.modules() if s is not m)
     if kind == 'the model':
         kinds = [ctx.role_of(b) for b in lay['body']]
-        if lay['bigram'] or 'Block' not in kinds:
-            return 1 if lay['bigram'] or not kinds else 4 if 'FeedForward' in kinds else \
-                3 if set(kinds) - {'Head'} else 2
+        if lay['bigram'] or not kinds:
+            return 1
+        if 'Block' not in kinds and 'FeedForward' in kinds:
+            return 4
+        if 'Block' not in kinds:
+            return 3 if set(kinds) - {'Head'} else 2
     if kind in ('Block', 'the model'):
         if norms:
             return 7 if kind == 'Block' or has(m, nn.Dropout) else 6

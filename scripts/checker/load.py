@@ -40,8 +40,11 @@ class Learner:
     def place(self, at):
         """'line 12', 'cell 3, line 2' or 'model.py, line 7', for (file, line)."""
         where, line = at
-        return (f"cell {where.rsplit(', cell ', 1)[1]}, " if ', cell ' in where else '' if where == self.path or
-                self.path == NOTEBOOK else f"{os.path.basename(where)}, ") + f"line {line}"
+        if ', cell ' in where:
+            return f"cell {where.rsplit(', cell ', 1)[1]}, line {line}"
+        if where == self.path or self.path == NOTEBOOK:
+            return f"line {line}"
+        return f"{os.path.basename(where)}, line {line}"
     def source(self, at):
         """Their line at (file, line), as they wrote it, without its comment."""
         lines = self.texts.get(at[0]) or linecache.getlines(at[0])
@@ -125,8 +128,11 @@ def unimported(node, learner, names, where):
 def bound(line):
     """The names an import line binds: import torch.nn as nn, from torch import nn, F."""
     m = re.match(r'\s*(from\s+\S+\s+)?import\s+([^#]*)', line)
-    pieces = [p.strip() for p in m.group(2).strip('()\\ ').split(',')] if m else []
-    return {p.split(' as ')[-1].strip() if ' as ' in p else p if m.group(1) else p.split('.')[0] for p in pieces}
+    if not m:
+        return set()
+    pieces = [p.strip() for p in m.group(2).strip('()\\ ').split(',')]
+    binds = lambda p: p if m.group(1) else p.split('.')[0] # (import torch.nn binds torch)
+    return {p.split(' as ')[-1].strip() if ' as ' in p else binds(p) for p in pieces}
 
 def spelt(name):
     """The module of an installed package that a misspelt name means (torch.nn.Functional), or None."""
@@ -253,9 +259,12 @@ def run_selected(tree, learner, names, where):
             run_selected(ast.Module(node.body, []), learner, names, where)
         elif isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
             try:
-                import_(node, learner, names, where) if isinstance(node, (ast.Import, ast.ImportFrom)) else \
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    import_(node, learner, names, where)
+                else:
                     unimported(node, learner, names, where)
-                learner.functions += [(node, names)] * isinstance(node, ast.FunctionDef)
+                if isinstance(node, ast.FunctionDef):
+                    learner.functions.append((node, names))
                 forwards(names.get(getattr(node, 'name', None)))
             except Exception as e:
                 lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == where]

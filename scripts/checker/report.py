@@ -33,8 +33,9 @@ class Report:
     @property
     def code(self):
         checked = [p for p in self.parts if p.status != 'skip']
-        return 2 if not checked or any(p.status == 'cant' for p in checked) else 1 if any(
-            p.status == 'differs' for p in checked) or self.learner.notes.get('slips') else 0
+        if not checked or any(p.status == 'cant' for p in checked):
+            return 2
+        return 1 if any(p.status == 'differs' for p in checked) or self.learner.notes.get('slips') else 0
 
 no_forward = lambda m: type(m).forward is nn.Module.forward and type(m).__call__ is nn.Module.__call__
 
@@ -66,8 +67,10 @@ def label(cls, classes, learner):
     if sum(c.__name__ == cls.__name__ for c in classes) == 1:
         return cls.__name__
     first = min(lines_of(cls), default=None)
-    place = learner.place(first).split(', line')[0] if first else ''
-    return f"{cls.__name__} ({place if place.startswith('cell') else f'line {first[1]}' if first else '?'})"
+    if first is None:
+        return f"{cls.__name__} (?)"
+    place = learner.place(first).split(', line')[0]
+    return f"{cls.__name__} ({place if place.startswith('cell') else f'line {first[1]}'})"
 
 def parts_of(built, ctx, builder):
     """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold."""
@@ -188,7 +191,8 @@ def report(learner, builder, classes, settings):
     based = {b for c in classes if c.__name__ in held for b in c.__mro__} # (a base of theirs is used)
     unused = [c.__name__ for c in classes if c.__name__ not in held and c not in based] \
         if builder.models and not builder.failed else []
-    rep.findings += [Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked")] * bool(unused)
+    if unused:
+        rep.findings.append(Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked"))
     inside = {type(s) for p in rep.parts if isinstance(p.m, nn.Module) for s in safe_modules(p.m)}
     other = [c.__name__ for c, m in built.items() if isinstance(m, nn.Module) and c not in inside and c.__name__
              not in unused and not any(o is not c and issubclass(o, c) for o in built)] # (one the checker can't
@@ -228,8 +232,10 @@ def verdict(part, rep, settings):
 def lines(rep, settings):
     learner, builder = rep.learner, rep.builder
     missing = list(dict.fromkeys(learner.notes.get('stand-ins', [])))
-    out = [f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
-           "a part that calls one says so"] * bool(missing)
+    out = []
+    if missing:
+        out.append(f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
+                   "a part that calls one says so")
     out += [f"note: left out: {e}" for e in learner.notes.get('unread', [])]
     slips, (values, parameters) = learner.notes.setdefault('slips', []), named(learner)
     for name, value in sorted(builder.supplied): # (one a file of settings never sets: a NameError, theirs)
@@ -252,7 +258,8 @@ def lines(rep, settings):
         out.append(f"note: checked with {values}: your code sets {them} only in lines the checker doesn't run")
     built = [f"{p.label} as {learner.place(at)} builds it" for p in rep.parts if p.kind == 'the model'
              for model, at in builder.models if model is p.m and at]
-    out += [f"note: checked {', '.join(built)}"] * bool(built)
+    if built:
+        out.append(f"note: checked {', '.join(built)}")
     out += [f"note: {learner.place(at)}: your build raised {words}" for at, words in builder.errors]
     out += [f"note: {f.words}" for f in rep.findings if f.kind == 'note']
     column = max(20, *(len(p.label) + 1 for p in rep.parts))

@@ -188,8 +188,8 @@ def sampling(m, block, learner):
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:
-                return [('mistake', f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}")] * \
-                    learner.raised(e)
+                words = f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}"
+                return [('mistake', words)] if learner.raised(e) else []
             if new == 3 and not prompted:
                 said.append(('variant', "generate takes no prompt: it starts from a token of its own, where the "
                                         "lecture's continues the idx it is given"))
@@ -216,8 +216,10 @@ def sampling(m, block, learner):
             elif lengths not in (cropped, grown):
                 said.append(('mistake', f"generate feeds the model {lengths} tokens from a prompt of {start}: it "
                                         f"should grow by one to block_size{appends}"))
-            held = 'generate crops to block_size and runs past it' if lengths == cropped != grown else \
-                'generate runs past block_size' if lengths and max(lengths) > block else held
+            if lengths == cropped != grown:
+                held = 'generate crops to block_size and runs past it'
+            elif lengths and max(lengths) > block:
+                held = 'generate runs past block_size'
             if not drawn and not topk and greedy(out, fed[before:], start, new, V):
                 said.append(('variant', "generate takes the likeliest token each step (greedy), where the "
                                         "lecture samples one (torch.multinomial)"))
@@ -244,8 +246,9 @@ def sampling(m, block, learner):
         at = f": {learner.place(wrong[0])} samples `{learner.source(wrong[0])}`" if wrong[0] else ''
         said.append(('mistake', f"generate samples from something else than the last position's logits "
                                 f"(logits[:, -1, :]){at}"))
-    said += [('variant', f"generate samples among the {min(topk)} likeliest tokens (top-k), where the "
-                         f"lecture samples among all {V}")] if topk else []
+    if topk:
+        said.append(('variant', f"generate samples among the {min(topk)} likeliest tokens (top-k), where the "
+                                f"lecture samples among all {V}"))
     return list(dict.fromkeys(said)) + [('held', held)]
 
 def likeliest(fed, V):
@@ -285,12 +288,13 @@ def invariants(m, T, learner, block):
     try:
         with torch.no_grad():
             logits = logits_of(m.eval(), idx)
-            problems += [('variant', "without targets, the logits of the last position only (as nanoGPT, for "
-                                     "generate), where the lecture's are of every position")] * last_only(m, idx)
-            problems += [('mistake', "a future token changes an earlier output")] * (
-                not torch.allclose(logits_of(m, later)[:, :T // 2], logits[:, :T // 2], atol=1e-5))
-            problems += [('mistake', "one example in a batch changes another's output")] * (
-                not torch.allclose(logits_of(m, other)[0], logits[0], atol=1e-5))
+            if last_only(m, idx):
+                problems.append(('variant', "without targets, the logits of the last position only (as nanoGPT, "
+                                            "for generate), where the lecture's are of every position"))
+            if not torch.allclose(logits_of(m, later)[:, :T // 2], logits[:, :T // 2], atol=1e-5):
+                problems.append(('mistake', "a future token changes an earlier output"))
+            if not torch.allclose(logits_of(m, other)[0], logits[0], atol=1e-5):
+                problems.append(('mistake', "one example in a batch changes another's output"))
             if targets_of(m):
                 out = m(idx, **{targets_of(m): targets}) # (logits, loss), {'loss': ...}, or the loss alone
                 loss = out.get('loss') if isinstance(out, dict) else out

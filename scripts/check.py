@@ -45,6 +45,8 @@ def checked(path, build=None):
     """The Report on a file (its lines, exit code, parts and findings, the Builder that holds its models);
     build: an expression that builds its model. CantCheck: it can't be checked."""
     before, learner, dtype = set(sys.modules), Learner(path), torch.get_default_dtype()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1) # (its tensors are small: more threads only wait on each other, on a busy machine long)
     try:
         with Builder(learner) as builder:
             quietly(load, path, learner)
@@ -53,6 +55,7 @@ def checked(path, build=None):
             return quietly(check, learner, builder)
     finally: # the learner's modules and the stand-ins go: another check in this process starts afresh
         torch.set_default_dtype(dtype)
+        torch.set_num_threads(threads)
         for name in [n for n in set(sys.modules) - before if n == 'learner' or isinstance(sys.modules[n], StandInModule)
                      or isinstance(getattr(sys.modules[n], '__loader__', None), Siblings) or
                      getattr(sys.modules[n], '__name__', n) != n]: # (a misspelt name that stood for the module)

@@ -268,7 +268,7 @@ def test_a_model_built_as_build_says_and_a_bad_build_is_one_line(tmp_path):
     text = edited(('class BigramLanguageModel(nn.Module):\n\n    def __init__(self):',
                    'class BigramLanguageModel(nn.Module):\n\n    def __init__(self, a, b):'),
                   ('self.token_embedding_table = nn.Embedding(vocab_size, n_embd)',
-                   'self.token_embedding_table = nn.Embedding(a, b)'))
+                   'self.token_embedding_table = nn.Embedding(a, b)'), ('model = BigramLanguageModel()\n', ''))
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'), '--build', 'BigramLanguageModel(65, n_embd)')
     assert r.returncode == 0 and r.stdout.splitlines()[-1] == '5 of 5 parts match gpt.py', r.stdout + r.stderr

@@ -677,7 +677,8 @@ def test_the_lectures_first_blocks_are_its_stage_and_with_residual_connections_t
 
 def test_a_residual_connection_before_the_blocks_is_named_where_it_adds(tmp_path):
     """Stage 3's model with x + sa(x): the residual connection the lecture adds only in the Blocks, named at its
-    line, in the lecture's words, where lm_head takes its input. A build of the file's own that raises is said."""
+    line, in the lecture's words, where lm_head takes its input. A build of the file's own whose arguments its class
+    can't take is a mistake at its line."""
     text = open(os.path.join(LEARNERS, 'stage3_multi_head.py'), encoding='utf-8').read().replace(
         'x = self.sa_heads(x)', 'x = self.sa_heads(x) + x') + 'other = BigramLanguageModel(64)\n'
     (tmp_path / 'mine.py').write_text(text)
@@ -685,8 +686,8 @@ def test_a_residual_connection_before_the_blocks_is_named_where_it_adds(tmp_path
     assert r.returncode == 1 and parts(r.stdout)['BigramLanguageModel'] == (
         'differs: line 74: `x = self.sa_heads(x) + x` changes `sa_heads` before lm_head, the logits: the lecture '
         'has nothing in between'), r.stdout
-    assert 'note: line 98: your build raised TypeError: BigramLanguageModel.__init__() takes 1 positional argument ' \
-        'but 2 were given\n' in r.stdout
+    assert 'mistake: line 98: `other = BigramLanguageModel(64)`: your build raises TypeError: BigramLanguageModel.' \
+        '__init__() takes 1 positional argument but 2 were given\n' in r.stdout
 
 
 def test_the_dropout_of_a_feed_forward_written_inside_the_block_is_the_feed_forwards(tmp_path):
@@ -819,3 +820,52 @@ def test_annotations_under_from_future_import_annotations_are_not_run(tmp_path):
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     assert r.returncode == 0 and re.search(r'^BigramLanguageModel  matches stage 1', r.stdout, re.M), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize('forward, shown, words', [
+    ('return x + self.ffwd(self.ln2(x + self.sa(self.ln1(x))))',
+     'return x + self.ffwd(self.ln2(x + self.sa(self.ln1(x))))', "adds the feed-forward's output to the Block's "
+     "input x, not to x + sa(ln1(x)): the attention's output never reaches the residual stream"),
+    ('h = self.ln1(x)\n        x = h + self.sa(h)\n        x = x + self.ffwd(self.ln2(x))\n        return x',
+     'x = h + self.sa(h)',
+     "adds the attention's output to ln1(x), not to x: the residual stream itself goes through the LayerNorm")])
+def test_a_residual_connection_that_adds_the_wrong_stream_says_which(tmp_path, forward, shown, words):
+    """A residual add whose stream is not x (the Block's input kept, or x's LayerNorm): named by what it adds
+    the branch to, at its line, not only as 'where the lecture has the residual connection'."""
+    import test_check
+    lecture = 'x = x + self.sa(self.ln1(x))\n        x = x + self.ffwd(self.ln2(x))\n        return x'
+    text = test_check.edited((lecture, forward))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('        ' + shown) + 1
+    assert r.returncode == 1 and found['Block'] == f"differs: line {line}: `{shown}` {words}", r.stdout
+
+
+def test_a_model_that_cant_be_built_or_run_has_its_parts_checked_alone(tmp_path):
+    """Where the model's class names a class the file never defines, or holds a tuple where a layer belongs, which
+    classes it was to hold can't be told: each is checked alone, its mistakes named (not 'no model uses it').
+    A build whose arguments its class can't take is a mistake at its line; a class called is never a setting."""
+    import test_check
+    scale = ('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', 'wei = q @ k.transpose(-2,-1)')
+    text = test_check.edited(scale, ('Block(n_embd, n_head=n_head) for', 'Blocks(n_embd, n_head=n_head) for'))
+    text += 'model = BigramLanguageModel(65)\n'
+    r, found = test_check.check(tmp_path, text)
+    lines = text.splitlines()
+    assert r.returncode == 1 and found['Head'].startswith(
+        f"differs: line {lines.index('        wei = q @ k.transpose(-2,-1)') + 1}: the 1/sqrt(head_size) scale is "
+        "missing"), r.stdout
+    assert found['BigramLanguageModel'].startswith("differs: can't build BigramLanguageModel(): ") and \
+        "NameError: name 'Blocks' is not defined" in found['BigramLanguageModel'], r.stdout
+    assert f"mistake: line {len(lines)}: `model = BigramLanguageModel(65)`: your build raises TypeError: " \
+        "BigramLanguageModel.__init__() takes 1 positional argument but 2 were given\n" in r.stdout
+    assert 'no model of yours uses' not in r.stdout and 'Blocks is never set' not in r.stdout, r.stdout
+    text = test_check.edited(scale, ('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = (n_head, head_size)'))
+    r, found = test_check.check(tmp_path, text)
+    assert r.returncode == 1 and found['Head'].startswith('differs: line') and 'scale is missing' in found['Head'], \
+        r.stdout
+    assert found['MultiHeadAttention'] == 'matches' and 'no model of yours uses' not in r.stdout, r.stdout
+    right = test_check.edited() # a notebook whose later version of the model can't be built: that one is named
+    later = right[right.index('class BigramLanguageModel'):right.index('model = BigramLanguageModel()')]
+    cells = [{'cell_type': 'code', 'source': text} for text in (right, later.replace('Block(n_embd', 'Blocks(n_embd'))]
+    r, found = test_check.check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
+    assert r.returncode == 1 and found['BigramLanguageModel (cell 2)'].startswith(
+        "differs: can't build BigramLanguageModel(): ") and "name 'Blocks' is not defined" in r.stdout, r.stdout

@@ -157,10 +157,12 @@ def supply(classes, settings, supplied):
     put, seen = [], set()
     for cls in classes:
         scope = next((f.__globals__ for f in vars(cls).values() if inspect.isfunction(f)), {})
-        for name in {i.argval for c in codes(cls) for i in dis.get_instructions(c) if i.opname == 'LOAD_GLOBAL'}:
+        loads = [i for c in codes(cls) for i in dis.get_instructions(c) if i.opname == 'LOAD_GLOBAL']
+        called = {i.argval for i in loads if 'NULL' in i.argrepr} # (Block(...): a class, never a setting)
+        for name in {i.argval for i in loads}:
             unset = name not in scope or meaning(name) == 'device' or scope[name] in (None, 0) or (
                 name in DATA and scope[name] in ({}, [], ''))
-            if (meaning(name) or name in DATA) and unset and (id(scope), name) not in seen and \
+            if (meaning(name) and name not in called or name in DATA) and unset and (id(scope), name) not in seen and \
                     not hasattr(builtins, name):
                 seen.add((id(scope), name))
                 put.append((scope, name, scope.get(name, put)))
@@ -285,8 +287,8 @@ class Builder:
         for m in sorted([m for m in alone.values() if isinstance(m, nn.Module)], key=lambda m: len(safe_modules(m))):
             alone.update({type(s): s for s in safe_modules(m)[1:] if type(s) in alone}) # the larger holds it
         named = {type(s).__name__: s for m, _ in self.models for s in safe_modules(m)}
-        return {c: built.get(c) or (named.get(c.__name__, alone[c]) if isinstance(alone[c], str) else alone[c])
-                for c in classes}
+        stub = lambda c: isinstance(alone[c], str) and not alone[c].theirs # (not its own code's mistake)
+        return {c: built.get(c) or (named.get(c.__name__, alone[c]) if stub(c) else alone[c]) for c in classes}
 
 class Unbuilt(str):
     """Why a class can't be built; by: the class whose own code raised; theirs: whether their own build raised

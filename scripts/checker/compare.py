@@ -270,6 +270,15 @@ def described(name, value, steps, event, theirs):
         return "the future filled with 0, not -inf, before the softmax: it still gets weight"
     if future is not None and future.isfinite().any():
         return "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
+    added = value - steps.before[name] if name in ('x + sa', 'x + ffwd') else None # (what the branch is added to)
+    ln, branch = ('ln1', 'the attention') if name == 'x + sa' else ('ln2', 'the feed-forward')
+    if added is not None and close(added, steps.values.get(ln)): # (ln(x) + sa(ln(x)))
+        return (f"`{theirs.source(event)}` adds {branch}'s output to {ln}(x), not to x: the residual stream "
+                "itself goes through the LayerNorm")
+    if name == 'x + ffwd' and {'sa', 'x + sa'} <= set(steps.values): # (x + ffwd(ln2(x + sa(...))): sa lost)
+        if close(added, steps.values['x + sa'] - steps.values['sa']):
+            return (f"`{theirs.source(event)}` adds the feed-forward's output to the Block's input x, not to x + "
+                    "sa(ln1(x)): the attention's output never reaches the residual stream")
     return f"`{theirs.source(event)}` where the lecture has {STEP.get(name, name)}"
 
 def xbow(name, steps, event, theirs, fed=None):

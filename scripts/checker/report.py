@@ -13,8 +13,8 @@ from checker import explain
 from checker.compare import Finding, check_part
 from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
                              vocab)
-from checker.load import CantCheck, StandIn, message
-from checker.run import capture, invariants, runs_at
+from checker.load import CantCheck, Missing, StandIn, message
+from checker.run import capture, invariants, logits_of, runs_at
 
 NOISE = 0.05 # added to every weight before comparing: no two layers alike (two LayerNorms are, at init)
 ORDER = ['LayerNorm', *ATTENTIONS, 'FeedForward', 'Block', 'the model'] # the parts, in the report's order
@@ -72,10 +72,10 @@ def label(cls, classes, learner):
     place = learner.place(first).split(', line')[0]
     return f"{cls.__name__} ({place if place.startswith('cell') else f'line {first[1]}'})"
 
-def parts_of(built, ctx, builder):
-    """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold."""
-    held = held_by(builder)
-    held = set() if builder.failed else held # (a build of theirs that failed made only some)
+def parts_of(built, ctx, builder, broken):
+    """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold (where
+    their models are whole: a build that failed, a model that can't be built or run, may be what leaves it out)."""
+    held = set() if broken else held_by(builder)
     parts = []
     for cls, m in built.items():
         kind = None if isinstance(m, str) else ctx.role_of(m)
@@ -90,7 +90,7 @@ def parts_of(built, ctx, builder):
 def unbuilt(part, why):
     """A part that can't be built: a stub, its own mistake, another part's, or the checker's guess's."""
     by = getattr(why, 'by', None)
-    if by is not None and by.__name__ != part.label:
+    if by is not None and by is not part.cls:
         part.status, why = 'skip', f"building it builds {by.__name__}, which raised (its line says where)"
     elif 'NotImplementedError' in why:
         part.status, why = 'cant', f"not written yet: {why}"
@@ -108,6 +108,17 @@ def held(part):
         said.append(f"loss at init {loss.item():.2f} (about ln {V} = {math.log(V):.2f} expected)")
     return ', '.join(["the past never hears the future, batch rows never talk", *said])
 
+def fails(m, T, learner):
+    """Whether their model's own code raises, run on T tokens (a package that isn't installed: not theirs)."""
+    try:
+        with torch.no_grad():
+            logits_of(m.eval(), torch.randint(vocab(m), (2, T)))
+    except Missing:
+        return False
+    except Exception as e:
+        return learner.raised(e)
+    return False
+
 def report(learner, builder, classes, settings):
     built = versions(builder.instances(classes, settings), builder)
     StandIn.loading, ctx, rep = False, Context(settings), Report(learner, builder)
@@ -120,10 +131,12 @@ def report(learner, builder, classes, settings):
     if any(ctx.role_of(m) == 'the model' and not runs_at(m, ctx.T) for m in roots):
         ctx.T = None # (a model that works at its block_size only: checked there)
     ctx.held = {id(s) for m in roots if ctx.role_of(m) == 'the model' for s in safe_modules(m)[1:]}
+    unrun = [m for m in roots if ctx.role_of(m) == 'the model' and fails(m, ctx.T or block_size(m, settings), learner)]
+    broken = bool(builder.failed or unrun or any(getattr(m, 'theirs', False) for m in built.values()))
     for m in roots:
         torch.default_generator.manual_seed(0)
         capture(m, ctx) # what each module inside gets, as the model's code runs it
-    rep.parts = parts_of(built, ctx, builder)
+    rep.parts = parts_of(built, ctx, builder, broken)
     if not rep.parts:
         raise CantCheck("none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)")
     ctx.parts = {id(p.m) if '.' in p.label else type(p.m) for p in rep.parts}
@@ -190,7 +203,7 @@ def report(learner, builder, classes, settings):
     held = held_by(builder)
     based = {b for c in classes if c.__name__ in held for b in c.__mro__} # (a base of theirs is used)
     unused = [c.__name__ for c in classes if c.__name__ not in held and c not in based] \
-        if builder.models and not builder.failed else []
+        if builder.models and not broken else []
     if unused:
         rep.findings.append(Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked"))
     inside = {type(s) for p in rep.parts if isinstance(p.m, nn.Module) for s in safe_modules(p.m)}
@@ -245,6 +258,9 @@ def lines(rep, settings):
         if made and len(settings.found) > 1 and name not in values | parameters: # (a fragment alone sets none)
             slips.append((at, f"{name} is never set anywhere in the file, so this raises NameError; checked with "
                               f"the lecture's {value}"))
+    for at, words in builder.errors: # (a call whose arguments its class can't take: theirs, whatever the settings)
+        if re.search(r"TypeError: .*(takes \d+ positional arguments? but|unexpected keyword|missing \d+ required)", words):
+            slips.append((at, f"your build raises {words}"))
     out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
     given = sorted((name, value) for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
         f"{name} is never set" in words for _, words in slips))
@@ -260,7 +276,8 @@ def lines(rep, settings):
              for model, at in builder.models if model is p.m and at]
     if built:
         out.append(f"note: checked {', '.join(built)}")
-    out += [f"note: {learner.place(at)}: your build raised {words}" for at, words in builder.errors]
+    out += [f"note: {learner.place(at)}: your build raised {words}" for at, words in builder.errors
+            if (at, f"your build raises {words}") not in slips]
     out += [f"note: {f.words}" for f in rep.findings if f.kind == 'note']
     column = max(20, *(len(p.label) + 1 for p in rep.parts))
     out += [f"{p.label:<{column}} {verdict(p, rep, settings)}" for p in rep.parts]

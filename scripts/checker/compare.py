@@ -10,7 +10,7 @@ import torch
 
 from checker import explain
 from checker.explain import SDPA # PyTorch's attention: the scale, the mask and the softmax in one call
-from checker.lecture import (ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP,
+from checker.lecture import (ACTIVATIONS, ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP,
                              STRUCTURE, Steps, layers, out_of, places, stage_of, width)
 from checker.load import Missing, message
 from checker.run import Trace, call, tensors
@@ -315,6 +315,15 @@ def activation(name, value, steps, event, theirs):
     name = name or f"an activation of your own, `{theirs.source(event)}`,"
     return 'variant', f"{name} {FOR_RELU}"
 
+def inline_activation(act):
+    """[a variant] for the activation of a feed-forward written in the Block itself, where it is not ReLU."""
+    x = torch.linspace(-3, 3, 61)
+    with torch.no_grad():
+        y = act(x)
+    name = next((k for k, f in ACTIVATIONS.items() if torch.allclose(f(x), y, atol=1e-4)), None)
+    words = next((e[3] for e in CATALOGUE['FeedForward'] if e[1] == name), f"{type(act).__name__} {FOR_RELU}")
+    return [] if name == 'relu' else [('variant', words, act.__dict__.get('_made_at'))]
+
 def distance_bias(added):
     """Whether what is added to the affinities is the same for every example and falls with the distance to
     the key, alike at each distance: a position bias (ALiBi)."""
@@ -420,9 +429,10 @@ def check_part(label, m, kind, ctx, context, learner):
         said += explain.shared_norm(events, ctx)
     shown = lambda step: theirs.where(theirs.find(steps.values[step])) if steps and step in steps.values else None
     layered = structure(kind, m, lay, stage, max(context, stage), ctx, shown, steps)
+    said += inline_activation(lay['act']) if kind == 'Block' and lay['act'] is not None else []
     said += found + [(*STRUCTURE[k], at) for k, at in layered]
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
-    said += dropouts(kind, steps, theirs, events, m, context, ctx) if ok and steps is not None else []
+    said += dropouts(kind, steps, theirs, events, m, context, ctx, lay) if ok and steps is not None else []
     never = explain.unused(m, [x, *rest], kwargs, ctx)
     wrong, named = explain.reused(m, events, never, learner)
     said, never = wrong + said, [n for n in never if n not in named]
@@ -454,7 +464,7 @@ PROJ, LAST = (('proj',), 'proj'), (('linear 2', 'linear 3'), 'the last Linear')
 KEPT = {'Head': [WEI], 'fused attention': [WEI, PROJ], 'MultiHeadAttention': [PROJ], 'FeedForward': [LAST]}
 # (where the lecture drops out, at stage 7)
 
-def dropouts(kind, steps, theirs, events, m, stage, ctx):
+def dropouts(kind, steps, theirs, events, m, stage, ctx, lay):
     """Dropout where the lecture has none (on the residual stream: a mistake), none where it has one
     (in a model that drops out); F.scaled_dot_product_attention."""
     mine, found = explain.own_lines(m), []
@@ -475,13 +485,16 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx):
         last = j if e.name == 'dropout' else last
         if id(e.module) in inside and isinstance(e.module, torch.nn.Dropout):
             nested |= {j, j if last is None else last}
+    lectures = DROPPED.get(kind, ())
+    if lay.get('act') is not None: # (a feed-forward in the Block itself: its dropout the lecture's)
+        lectures += ('ffwd',)
     for e in [e for i, e in enumerate(events) if e in drops and e.at in mine and i not in nested]:
         made = theirs.find(e.args[0], used=False) # (what it drops out)
         step = next((n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None)
         if step in ('x + sa', 'x + ffwd'):
             found.append(('mistake', 'dropout on the residual stream: in training it drops x itself; the lecture '
                                      "drops each branch's output before the add", e.at))
-        elif step and step not in DROPPED.get(kind, ()):
+        elif step and step not in lectures:
             found.append(('variant', f"dropout on {STEP.get(step, step)} (the lecture has none there)", e.at))
     sdpa = next((e for e in events if e.name == SDPA and e.at in mine), None)
     if sdpa is not None:

@@ -446,11 +446,19 @@ def block_layouts(m, ctx):
     if sa is None and heads is not None: # the heads and their proj in the Block itself
         proj = projection(m, ctx)
         sa = lambda x: mha(dict(heads=heads, proj=proj), x, {}, Steps())
+    act = None
+    if ff is None: # the feed-forward's layers in the Block itself: Linear(C, kC), an activation module, Linear(kC, C)
+        linears = [c for _, c in layers(m, nn.Linear)]
+        acts = [c for c in kids if not list(c.parameters()) and not isinstance(c, (nn.Dropout, nn.Identity))]
+        if len(linears) == 2 and len(acts) == 1 and linears[0].out_features == linears[1].in_features:
+            act, (first, second) = acts[0], linears
+            ff = lambda x: second(act(first(x)))
     if sa is None or ff is None:
         raise LookupError(f"has no {'attention' if sa is None else 'feed-forward'} part that can be told apart")
     norms = [c for c in kids if ctx.role_of(c) == 'LayerNorm'] # (ln1, ln2 in the order they are made, first)
     pairs = [list(p) for p in itertools.permutations(norms, 2)] or [[c, c] for c in norms[:1]]
-    return [dict(sa=sa, ffwd=ff, norms=p, call=ctx.call) for p in pairs or [[nn.Identity(), nn.Identity()]]]
+    identity = [[nn.Identity(), nn.Identity()]]
+    return [dict(sa=sa, ffwd=ff, norms=p, call=ctx.call, act=act) for p in pairs or identity]
 
 def model_layouts(m, ctx):
     kids = [kid for n, c in m.named_children() # (those of a ModuleDict too: nanoGPT's transformer)

@@ -110,7 +110,9 @@ def generate(m, idx, n):
     the count, else idx as text; the CPU; the rest their defaults): (what it returns, what it raised, whether it
     took idx, 'text')."""
     errors, text = [], '\n' * idx.shape[1] if len(idx) == 1 else None
-    for prompt, first_is_idx in [(idx, True), (idx, False)] + ([(text, True)] if text else []):
+    array = idx[0].numpy() if len(idx) == 1 else None # (a generate that takes a NumPy array)
+    tries = [(idx, True), (idx, False)] + [(p, True) for p in (text, array) if p is not None]
+    for prompt, first_is_idx in tries:
         kwargs, params = {}, inspect.signature(m.generate).parameters.values()
         try:
             for i, p in enumerate(p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)):
@@ -125,7 +127,8 @@ def generate(m, idx, n):
                     kwargs[p.name] = 'cpu'
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
-            took = any(v is prompt for v in kwargs.values()) and (prompt is idx or 'text')
+            kind = 'text' if prompt is text else 'array' if prompt is array else True
+            took = any(v is prompt for v in kwargs.values()) and kind
             return m.generate(**kwargs), None, took
         except Exception as e:
             errors.append(e)
@@ -181,7 +184,7 @@ def sampling(m, block, learner):
             (start, new), given[:], drawn[:], before = phases.pop(0), [], [], len(fed)
             with torch.no_grad():
                 out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
-                as_text = prompted == 'text'
+                as_text = prompted in ('text', 'array') # (one prompt, not a batch)
             lengths = [x.shape[-1] for x, _ in given]
             if len(lengths) == new + 1 and lengths[:2] == [start, start]: # (the prompt run first: harmless)
                 del given[0], fed[before], lengths[0]
@@ -196,6 +199,9 @@ def sampling(m, block, learner):
                 if len(lengths) != new: # (its count takes in the token it starts from)
                     said.append(('variant', f"generate samples {len(lengths)} tokens when asked for {new}: its "
                                             "count is of all it returns, where the lecture's counts the new ones"))
+            if new == 3 and prompted == 'array':
+                said.append(('variant', "generate takes one prompt as a NumPy array, where the lecture's takes a "
+                                        "(B, T) tensor of prompts"))
             if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))

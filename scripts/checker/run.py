@@ -153,7 +153,9 @@ def sampling(m, block, learner):
     where it can); generate returns the prompt and the new tokens, sampled from the last position."""
     fed, probs, said, held, given, drawn = [], [], [], 'generate runs', [], [] # given: (what the model got, where)
     forward, multinomial, alone = m.forward, torch.multinomial, last_alone(m, block)
+    modes = [] # whether the model was in training mode at each call
     def watched(*args, **kwargs): # (self(idx) and self.forward(idx) alike)
+        modes.append(m.training)
         given.append((tensors((args, kwargs))[0], learner.line()))
         fed.append(forward(*args, **kwargs))
         return fed[-1]
@@ -233,9 +235,15 @@ def sampling(m, block, learner):
             if size not in (start + new, new) or size == new != start + new and prompted:
                 said.append(('note', f"generate returns {size} tokens for a prompt of {start} and {new} new (the "
                                      "lecture's: both)"))
-        kept = len(fed), len(probs) # the lecture's samples each row of idx: a batch of 2 prompts
+        kept = len(fed), len(probs)
+        modes.clear() # called in training mode: whether it samples in it
         with torch.no_grad():
-            out, e, prompted = generate(m, torch.zeros(2, 1, dtype=torch.long), 2)
+            generate(m.train(), torch.zeros(1, 1, dtype=torch.long), 1)
+        if modes and not any(modes):
+            said.append(('variant', "generate puts the model in eval mode itself (no dropout while it samples), "
+                                    "where the lecture's samples in the mode the model is in"))
+        with torch.no_grad(): # the lecture's samples each row of idx: a batch of 2 prompts
+            out, e, prompted = generate(m.eval(), torch.zeros(2, 1, dtype=torch.long), 2)
         del fed[kept[0]:], probs[kept[1]:]
         one = learner.raised(e) and 'converted to Scalar' not in str(e) if e else \
             isinstance(out, torch.Tensor) and out.shape[0] != 2 # (.item() on each token: it prints one stream)

@@ -890,3 +890,16 @@ def test_a_feed_forward_written_in_the_block_and_a_numpy_prompt_are_checked(tmp_
     assert "a variant, generate takes one prompt as a NumPy array, where the lecture's takes a (B, T) tensor of " \
         "prompts; a variant, generate puts the model in eval mode itself (no dropout while it samples), where the " \
         "lecture's samples in the mode the model is in; the past never hears" in found['BigramLanguageModel'], r.stdout
+
+
+def test_a_generate_that_appends_another_tensor_says_so_not_crop(tmp_path):
+    """generate appends the context's last token, not the one it has just sampled: named at that line, not
+    'crop to the last block_size' (what a generate that feeds the wrong end of idx needs)."""
+    import test_check
+    text = test_check.edited(('idx = torch.cat((idx, idx_next), dim=1)', 'idx = torch.cat((idx, idx_cond[:, -1:]), dim=1)'))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('            idx = torch.cat((idx, idx_cond[:, -1:]), dim=1)') + 1
+    assert r.returncode == 1 and found['BigramLanguageModel'].startswith(
+        'differs: generate appends another tensor than the token it has just sampled (line '
+        f'{line}: `idx = torch.cat((idx, idx_cond[:, -1:]), dim=1)`)'), r.stdout
+    assert 'crop to the last block_size' not in r.stdout, r.stdout

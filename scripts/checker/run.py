@@ -170,10 +170,12 @@ def sampling(m, block, learner):
         drawn.append(token)
         return token
     torch.multinomial = sampled
-    cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens)
+    cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens, whether
+    # it is the token just drawn: None where none was)
     def appended(ts, *a, **k):
         if len(ts) == 2 and all(isinstance(t, torch.Tensor) and t.dim() == 2 and not t.is_floating_point() for t in ts):
-            cats.append((learner.line(), ts[1].shape[-1]))
+            last = drawn[-1].reshape(-1) if drawn else None
+            cats.append((learner.line(), ts[1].shape[-1], None if last is None else torch.equal(ts[1].reshape(-1), last)))
         return cat(ts, *a, **k)
     torch.cat = appended
     names = getattr(getattr(m, 'generate', None), '__globals__', {}) # a notebook's block_size, since made larger
@@ -207,12 +209,16 @@ def sampling(m, block, learner):
             if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
-            wrong = next(((at, n) for at, n in cats if at and n != 1), None) # the line that appends too much
+            wrong = next(((at, n) for at, n, _ in cats if at and n != 1), None) # the line that appends too much
+            other = next((at for at, _, fresh in cats if at and fresh is False), None) # one that appends another
             appends = f" ({learner.place(wrong[0])}: `{learner.source(wrong[0])}` appends {wrong[1]} tokens at " \
                       "once, not the one sampled)" if wrong else ''
             stale = [at for (x, at), d in zip(given[1:], drawn) if len(given) == len(drawn) and x.shape[0] == d.shape[0]
                      and not torch.equal(x[:, -1], d.reshape(x.shape[0], -1)[:, -1])] # (not the token just drawn)
-            if stale:
+            if stale and other:
+                said.append(('mistake', f"generate appends another tensor than the token it has just sampled ("
+                             f"{learner.place(other)}: `{learner.source(other)}`)"))
+            elif stale:
                 at = f" ({learner.place(stale[0])}: `{learner.source(stale[0])}`)" if stale[0] else ''
                 said.append(('mistake', f"generate feeds the model tokens that don't end with the one it has just "
                              f"sampled{at}: crop to the last block_size, idx[:, -block_size:]"))

@@ -207,7 +207,7 @@ BATCHED = [ # the same, on scores of four dimensions, (B, n_head, T, T), written
     ('FeedForward', [('nn.Linear(n_embd, 4 * n_embd), nn.ReLU(), nn.Linear(4 * n_embd, n_embd)', # and a variant
                       'nn.Linear(n_embd, n_embd), nn.ReLU(), nn.Dropout(0.1), nn.Linear(n_embd, n_embd)')],
      'not 4x wider inside (the paper: 512 -> 2048 -> 512); line 44: a variant, no dropout after the last Linear (the '
-     'lecture drops out there); line 47: a variant, dropout on the ReLU after the first Linear (the lecture has none '
+     'lecture drops out there); line 44: a variant, dropout on the ReLU after the first Linear (the lecture has none '
      'there)', 'self.net = '),
     ('Block', [('\n    def forward(self, x):\n        x = x + self.sa(self.ln1(x))\n        x = x + self.ffwd(self.ln2(x))\n'
                 '        return x', '\n        def forward(self, x):\n            x = x + self.sa(self.ln1(x))\n'
@@ -903,3 +903,18 @@ def test_a_generate_that_appends_another_tensor_says_so_not_crop(tmp_path):
         'differs: generate appends another tensor than the token it has just sampled (line '
         f'{line}: `idx = torch.cat((idx, idx_cond[:, -1:]), dim=1)`)'), r.stdout
     assert 'crop to the last block_size' not in r.stdout, r.stdout
+
+
+def test_a_dropout_inside_an_nn_sequential_is_named_at_its_own_line(tmp_path):
+    """The feed-forward's Dropout moved before the last Linear, in its nn.Sequential: the variant at the line that
+    makes that Dropout (not at `return self.net(x)`), once."""
+    import test_check
+    text = test_check.edited(('            nn.ReLU(),\n            nn.Linear(4 * n_embd, n_embd),\n            '
+                              'nn.Dropout(dropout),', '            nn.ReLU(),\n            nn.Dropout(dropout),\n'
+                              '            nn.Linear(4 * n_embd, n_embd),'))
+    r, found = test_check.check(tmp_path, text)
+    lines = text.splitlines()
+    drop, last = lines.index('            nn.Dropout(dropout),') + 1, lines.index('            nn.Linear(4 * n_embd, n_embd),') + 1
+    assert r.returncode == 0 and found['FeedFoward'] == (
+        f"matches: line {last}: a variant, no dropout after the last Linear (the lecture drops out there); line {drop}: "
+        "a variant, dropout on the ReLU after the first Linear (the lecture has none there)"), r.stdout

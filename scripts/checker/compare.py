@@ -488,14 +488,21 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx, lay):
     lectures = DROPPED.get(kind, ())
     if lay.get('act') is not None: # (a feed-forward in the Block itself: its dropout the lecture's)
         lectures += ('ffwd',)
+    chosen = {} # what it drops out: the Dropout module that does (or F.dropout)
     for e in [e for i, e in enumerate(events) if e in drops and e.at in mine and i not in nested]:
-        made = theirs.find(e.args[0], used=False) # (what it drops out)
+        made = theirs.find(e.args[0], used=False)
+        if made not in chosen or e.module is not None:
+            chosen[made] = e
+    for made, e in chosen.items():
         step = next((n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None)
+        at = e.at # (a Dropout inside an nn.Sequential: the line that made it)
+        if any(isinstance(s, torch.nn.Sequential) and any(e.module is c for c in s.children()) for s in m.modules()):
+            at = e.module.__dict__.get('_made_at') or e.at
         if step in ('x + sa', 'x + ffwd'):
             found.append(('mistake', 'dropout on the residual stream: in training it drops x itself; the lecture '
-                                     "drops each branch's output before the add", e.at))
+                                     "drops each branch's output before the add", at))
         elif step and step not in lectures:
-            found.append(('variant', f"dropout on {STEP.get(step, step)} (the lecture has none there)", e.at))
+            found.append(('variant', f"dropout on {STEP.get(step, step)} (the lecture has none there)", at))
     sdpa = next((e for e in events if e.name == SDPA and e.at in mine), None)
     if sdpa is not None:
         found.append(('variant', 'F.scaled_dot_product_attention: the affinities, their scale, the mask, the '

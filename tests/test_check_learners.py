@@ -843,7 +843,8 @@ def test_a_residual_connection_that_adds_the_wrong_stream_says_which(tmp_path, f
 def test_a_model_that_cant_be_built_or_run_has_its_parts_checked_alone(tmp_path):
     """Where the model's class names a class the file never defines, or holds a tuple where a layer belongs, which
     classes it was to hold can't be told: each is checked alone, its mistakes named (not 'no model uses it').
-    A build whose arguments its class can't take is a mistake at its line; a class called is never a setting."""
+    A build whose arguments its class can't take is a mistake at its line; a class called is never a setting. A
+    notebook's version of a class whose build failed is checked too."""
     import test_check
     scale = ('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', 'wei = q @ k.transpose(-2,-1)')
     text = test_check.edited(scale, ('Block(n_embd, n_head=n_head) for', 'Blocks(n_embd, n_head=n_head) for'))
@@ -869,6 +870,11 @@ def test_a_model_that_cant_be_built_or_run_has_its_parts_checked_alone(tmp_path)
     r, found = test_check.check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
     assert r.returncode == 1 and found['BigramLanguageModel (cell 2)'].startswith(
         "differs: can't build BigramLanguageModel(): ") and "name 'Blocks' is not defined" in r.stdout, r.stdout
+    early = later.replace('logits = self.lm_head(x)', 'logits = self.lm_head(tok)') + 'model = BigramLanguageModel(65)\n'
+    cells = [{'cell_type': 'code', 'source': text} for text in (right, early, later + 'model = BigramLanguageModel()\n')]
+    r, found = test_check.check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
+    assert r.returncode == 1 and found['BigramLanguageModel (cell 2)'].startswith('differs: raised on') and \
+        found['BigramLanguageModel (cell 2)'].endswith("NameError: name 'tok' is not defined"), r.stdout
 
 
 def test_a_feed_forward_written_in_the_block_and_a_numpy_prompt_are_checked(tmp_path):

@@ -186,6 +186,7 @@ class Builder:
     def __init__(self, learner):
         self.learner, self.models, self.supplied, self.failed, self.errors = learner, [], set(), set(), []
         self.made, self.building = set(), False # the classes their own builds made, by name
+        self.tried = [] # the classes whose build of theirs raised (a notebook's earlier version too)
         learner.build = self.build
     def __enter__(self): # from now on a module knows the learner's line that made it
         self.init = init = nn.Module.__init__
@@ -211,6 +212,7 @@ class Builder:
             except Exception:
                 return settings(meant) if meant else value(node)
             return settings(meant) if meant and type(v) is int and not fits(meant, v) else v # (len(chars) of '')
+        cls = None
         try: # (their build failing, the class is built alone: its line says why)
             cls = value(call.func)
             params = [p.name for p in inspect.signature(cls).parameters.values()] + [None] * len(call.args)
@@ -223,6 +225,7 @@ class Builder:
         except Exception as e:
             self.failed.add(message(e))
             self.errors.append(((where, call.lineno), message(e)))
+            self.tried += [cls] if isinstance(cls, type) and issubclass(cls, nn.Module) else []
         self.building = False
         put_back(put)
     def given(self, expression):

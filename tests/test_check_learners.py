@@ -881,21 +881,25 @@ def test_a_feed_forward_written_in_the_block_and_a_numpy_prompt_are_checked(tmp_
     """A Block whose feed-forward is its own Linear, activation module, Linear (no FeedForward class): checked as
     the lecture's Block, its GELU a variant and its dropout the lecture's. A generate that takes one prompt as a
     NumPy array: a variant of the interface, not 'one prompt only' blamed on a tensor the checker passed. One that
-    puts the model in eval mode itself: a variant (the lecture's samples in the mode the model is in)."""
+    puts the model in eval mode itself, or takes the likeliest token (its tokens back as a list): variants."""
     import test_check
     text = test_check.edited(
         ('self.ffwd = FeedFoward(n_embd)', 'self.fc = nn.Linear(n_embd, 4 * n_embd)\n        self.act = nn.GELU()\n'
          '        self.fc2 = nn.Linear(4 * n_embd, n_embd)\n        self.drop = nn.Dropout(dropout)'),
         ('x = x + self.ffwd(self.ln2(x))', 'x = x + self.drop(self.fc2(self.act(self.fc(self.ln2(x)))))'),
         ('def generate(self, idx, max_new_tokens):\n', 'def generate(self, idx, max_new_tokens):\n'
-         '        idx = torch.from_numpy(idx)[None]\n        self.eval()\n'))
+         '        idx = torch.from_numpy(idx)[None]\n        self.eval()\n'),
+        ('idx_next = torch.multinomial(probs, num_samples=1)', 'idx_next = probs.argmax(-1, keepdim=True)'),
+        ('        return idx\n', '        return idx[0].tolist()\n'))
     r, found = test_check.check(tmp_path, text)
     act = text.splitlines().index('        self.act = nn.GELU()') + 1
     assert r.returncode == 0 and found['Block'] == f"matches: line {act}: a variant, GELU for ReLU (the lecture's " \
         "is ReLU)", r.stdout
     assert "a variant, generate takes one prompt as a NumPy array, where the lecture's takes a (B, T) tensor of " \
-        "prompts; a variant, generate puts the model in eval mode itself (no dropout while it samples), where the " \
-        "lecture's samples in the mode the model is in; the past never hears" in found['BigramLanguageModel'], r.stdout
+        "prompts; a variant, generate takes the likeliest token each step (greedy), where the lecture samples one " \
+        "(torch.multinomial); a variant, generate puts the model in eval mode itself (no dropout while it samples), " \
+        "where the lecture's samples in the mode the model is in; the past never hears" in found[
+        'BigramLanguageModel'], r.stdout
 
 
 def test_a_generate_that_appends_another_tensor_says_so_not_crop(tmp_path):

@@ -129,7 +129,10 @@ def generate(m, idx, n):
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
             kind = 'text' if prompt is text else 'array' if prompt is array else True
             took = any(v is prompt for v in kwargs.values()) and kind
-            return m.generate(**kwargs), None, took
+            out = m.generate(**kwargs)
+            if prompt is array and isinstance(out, (list, type(array))): # (its tokens back as a list or an array)
+                out = torch.as_tensor(out).reshape(1, -1)
+            return out, None, took
         except Exception as e:
             errors.append(e)
     return None, errors[0], True
@@ -278,9 +281,10 @@ def likeliest(fed, V):
 
 def greedy(out, fed, start, new, V):
     """Whether each of the new tokens generate returned is the likeliest after the logits before it."""
+    n = min(new, out.shape[-1] - start) if isinstance(out, torch.Tensor) else 0 # (a count of all it returns: fewer)
     with contextlib.suppress(Exception):
-        tokens = torch.stack(likeliest(fed[-new:], V)).to(out.dtype)
-        return len(fed) >= new and torch.equal(out[0, start:], tokens)
+        tokens = torch.stack(likeliest(fed[-n:], V)).to(out.dtype)
+        return n > 0 and len(fed) >= n and torch.equal(out[0, -n:], tokens)
     return False
 
 def last_only(m, idx):

@@ -159,10 +159,13 @@ def test_generate_that_names_multinomials_input_matches(tmp_path):
 
 
 def test_generate_that_takes_an_argument_more_is_no_mistake(tmp_path):
-    """generate(idx, max_new_tokens, params), which the checker can't call as the lecture's: the rest is checked."""
+    """generate(idx, max_new_tokens, params), which the checker can't call as the lecture's: the rest is checked,
+    and generate is said to be not checked (never 'generate runs', never silence)."""
     r, lines = check(tmp_path, edited(('def generate(self, idx, max_new_tokens):',
                                        'def generate(self, idx, max_new_tokens, params):')))
-    assert r.returncode == 0 and lines['BigramLanguageModel'].startswith('matches; the past never hears'), r.stdout
+    assert r.returncode == 0 and lines['BigramLanguageModel'].startswith(
+        "matches; generate not checked: the checker can't call it (TypeError: generate's parameter params means "
+        "nothing the checker knows); the past never hears"), r.stdout
 
 
 def test_a_mistake_in_a_head_is_named_in_the_head_not_in_the_model_that_holds_it(tmp_path):

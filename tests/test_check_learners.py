@@ -928,3 +928,18 @@ def test_a_dropout_inside_an_nn_sequential_is_named_at_its_own_line(tmp_path):
     assert r.returncode == 0 and found['FeedFoward'] == (
         f"matches: line {last}: a variant, no dropout after the last Linear (the lecture drops out there); line {drop}: "
         "a variant, dropout on the ReLU after the first Linear (the lecture has none there)"), r.stdout
+
+
+def test_a_generate_that_yields_and_takes_block_size_is_run(tmp_path):
+    """generate(idx, max_new_tokens, block_size) that yields each token as it goes: run to its end, the model's
+    block_size given, the generator named as a variant."""
+    import test_check
+    text = test_check.edited(('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens, '
+                              'block_size):'), ('            idx = torch.cat((idx, idx_next), dim=1)\n        return idx\n',
+                                                '            idx = torch.cat((idx, idx_next), dim=1)\n'
+                                                '            yield idx_next\n'))
+    r, found = test_check.check(tmp_path, text)
+    assert r.returncode == 0 and found['BigramLanguageModel'].startswith(
+        "matches: a variant, generate yields as it goes (a Python generator), where the lecture's returns idx whole; "
+        "the past never hears the future, batch rows never talk, generate crops to block_size and runs past it"), \
+        r.stdout

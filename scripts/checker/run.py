@@ -105,10 +105,13 @@ def counts(name):
     nouns = any(w in name for w in ('token', 'char')) and not any(w in name for w in INPUT)
     return name == 'n' or name not in IDX and (any(w in name for w in COUNT) or nouns)
 
-def generate(m, idx, n):
+class Yielded(list):
+    """What a generate that is a Python generator yields, in order."""
+
+def generate(m, idx, n, block=None):
     """m.generate(idx, n new tokens), its parameters by what they mean (a first one by no known name: idx, else
-    the count, else idx as text; the CPU; the rest their defaults): (what it returns, what it raised, whether it
-    took idx, 'text')."""
+    the count, else idx as text; the CPU; block_size; the rest their defaults): (what it returns, what it raised,
+    whether it took idx, 'text')."""
     errors, text = [], '\n' * idx.shape[1] if len(idx) == 1 else None
     array = idx[0].numpy() if len(idx) == 1 else None # (a generate that takes a NumPy array)
     tries = [(idx, True), (idx, False)] + [(p, True) for p in (text, array) if p is not None]
@@ -125,11 +128,14 @@ def generate(m, idx, n):
                     kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
+                elif MEANING.get(name) == 'block_size' and block and p.default is p.empty:
+                    kwargs[p.name] = block
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
             kind = 'text' if prompt is text else 'array' if prompt is array else True
             took = any(v is prompt for v in kwargs.values()) and kind
             out = m.generate(**kwargs)
+            out = Yielded(out) if inspect.isgenerator(out) else out # (run to its end)
             if prompt is array and isinstance(out, (list, type(array))): # (its tokens back as a list or an array)
                 out = torch.as_tensor(out).reshape(1, -1)
             return out, None, took
@@ -190,7 +196,7 @@ def sampling(m, block, learner):
         while phases:
             (start, new), given[:], drawn[:], before = phases.pop(0), [], [], len(fed)
             with torch.no_grad():
-                out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new)
+                out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new, block)
                 as_text = prompted in ('text', 'array') # (one prompt, not a batch)
             lengths = [x.shape[-1] for x, _ in given]
             if len(lengths) == new + 1 and lengths[:2] == [start, start]: # (the prompt run first: harmless)
@@ -198,8 +204,9 @@ def sampling(m, block, learner):
             if not prompted: # it starts from a token of its own: past block_size from there (a small one)
                 phases = [(1, block + 2)] if new == 3 and block <= 64 else []
             if e is not None:
-                words = f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}"
-                return [('mistake', words)] if learner.raised(e) else []
+                if not learner.raised(e): # (the checker's call, not their code: said, never passed over)
+                    return [('note', f"generate not checked: the checker can't call it ({message(e)})")]
+                return [('mistake', f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}")]
             if new == 3 and not prompted:
                 said.append(('variant', "generate takes no prompt: it starts from a token of its own, where the "
                                         "lecture's continues the idx it is given"))
@@ -209,6 +216,9 @@ def sampling(m, block, learner):
             if new == 3 and prompted == 'array':
                 said.append(('variant', "generate takes one prompt as a NumPy array, where the lecture's takes a "
                                         "(B, T) tensor of prompts"))
+            if new == 3 and isinstance(out, Yielded):
+                said.append(('variant', "generate yields as it goes (a Python generator), where the lecture's "
+                                        "returns idx whole"))
             if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
@@ -247,12 +257,12 @@ def sampling(m, block, learner):
         kept = len(fed), len(probs)
         modes.clear() # called in training mode: whether it samples in it
         with torch.no_grad():
-            generate(m.train(), torch.zeros(1, 1, dtype=torch.long), 1)
+            generate(m.train(), torch.zeros(1, 1, dtype=torch.long), 1, block)
         if modes and not any(modes):
             said.append(('variant', "generate puts the model in eval mode itself (no dropout while it samples), "
                                     "where the lecture's samples in the mode the model is in"))
         with torch.no_grad(): # the lecture's samples each row of idx: a batch of 2 prompts
-            out, e, prompted = generate(m.eval(), torch.zeros(2, 1, dtype=torch.long), 2)
+            out, e, prompted = generate(m.eval(), torch.zeros(2, 1, dtype=torch.long), 2, block)
         del fed[kept[0]:], probs[kept[1]:]
         one = learner.raised(e) and 'converted to Scalar' not in str(e) if e else \
             isinstance(out, torch.Tensor) and out.shape[0] != 2 # (.item() on each token: it prints one stream)

@@ -943,3 +943,31 @@ def test_a_generate_that_yields_and_takes_block_size_is_run(tmp_path):
         "matches: a variant, generate yields as it goes (a Python generator), where the lecture's returns idx whole; "
         "the past never hears the future, batch rows never talk, generate crops to block_size and runs past it"), \
         r.stdout
+
+
+def test_a_build_in_a_function_whose_default_the_data_makes_is_the_files_build(tmp_path):
+    """`tok, vocab_size1 = choose_tokenizer(...)` (a data line, skipped) and `def train(vocab_size=vocab_size1)`
+    that builds the model: the default stands in by its meaning, the file's model is built where it builds it,
+    and a class it never uses (the video's LayerNorm1d, for (B, C) rows) is listed, not checked."""
+    import test_check
+    text = test_check.edited(('model = BigramLanguageModel()\n', '''class LayerNorm1d(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.gamma, self.beta, self.eps = nn.Parameter(torch.ones(dim)), nn.Parameter(torch.zeros(dim)), eps
+
+    def forward(self, x):
+        xhat = (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, keepdim=True) + self.eps)
+        return self.gamma * xhat + self.beta
+
+encoder1, vocab_size1 = choose_tokenizer(text)
+
+def train(vocab_size=vocab_size1):
+    model = BigramLanguageModel()
+    return model
+
+model = train()
+'''))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('    model = BigramLanguageModel()') + 1
+    assert r.returncode == 0 and f'note: checked BigramLanguageModel as line {line} builds it\n' in r.stdout and \
+        'note: no model of yours uses LayerNorm1d: not checked\n' in r.stdout, r.stdout

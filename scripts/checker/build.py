@@ -252,7 +252,7 @@ class Builder:
             for p in inspect.signature(fn).parameters.values():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                     continue
-                if p.default is not p.empty:
+                if p.default is not p.empty and not isinstance(p.default, Settings): # (one the data was to make)
                     local[p.name] = p.default
                 else:
                     local[p.name] = settings(meaning(p.name)) if meaning(p.name) else settings

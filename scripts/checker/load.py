@@ -109,7 +109,8 @@ def unimported(node, learner, names, where):
         try:
             return run([node], where, names)
         except NameError as e:
-            made = any(re.match(rf"\s*{e.name}\s*(:[^=]*)?=[^=]", line) for text in learner.texts.values()
+            made = any(re.match(rf"\s*([\w.]+\s*,\s*)*{e.name}\s*(,\s*[\w.]+\s*)*(:[^=]*)?=[^=]", line) # (a, b = ...)
+                       for text in learner.texts.values()
                        for line in text)
             if e.name not in USUAL and made and e.name not in names: # (a line the checker skips)
                 names[e.name] = Settings(names, learner.own)

@@ -962,12 +962,13 @@ def test_a_build_in_a_function_whose_default_the_data_makes_is_the_files_build(t
 encoder1, vocab_size1 = choose_tokenizer(text)
 
 def train(vocab_size=vocab_size1):
-    model = BigramLanguageModel()
+    model = BigramLanguageModel(vocab_size)
     return model
 
 model = train()
-'''))
+'''), ('    def __init__(self):\n        super().__init__()\n        self.token_embedding_table',
+       '    def __init__(self, vocab_size):\n        super().__init__()\n        self.token_embedding_table'))
     r, found = test_check.check(tmp_path, text)
-    line = text.splitlines().index('    model = BigramLanguageModel()') + 1
+    line = text.splitlines().index('    model = BigramLanguageModel(vocab_size)') + 1
     assert r.returncode == 0 and f'note: checked BigramLanguageModel as line {line} builds it\n' in r.stdout and \
         'note: no model of yours uses LayerNorm1d: not checked\n' in r.stdout, r.stdout

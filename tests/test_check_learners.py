@@ -972,3 +972,16 @@ model = train()
     line = text.splitlines().index('    model = BigramLanguageModel(vocab_size)') + 1
     assert r.returncode == 0 and f'note: checked BigramLanguageModel as line {line} builds it\n' in r.stdout and \
         'note: no model of yours uses LayerNorm1d: not checked\n' in r.stdout, r.stdout
+
+
+def test_a_seed_set_in_forward_is_a_mistake_at_its_line(tmp_path):
+    """torch.manual_seed in a Block's forward: every call draws the same random numbers (dropout's mask), named in
+    the Block at its line, not in the model that holds it."""
+    import test_check
+    text = test_check.edited(('        x = x + self.sa(self.ln1(x))\n', '        torch.manual_seed(0)\n'
+                              '        x = x + self.sa(self.ln1(x))\n'))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('        torch.manual_seed(0)') + 1
+    assert r.returncode == 1 and found['Block'] == (f"differs: line {line}: `torch.manual_seed(0)` in forward seeds the "
+        "random numbers at every call, so dropout drops the same units at every step of training"), r.stdout
+    assert found['BigramLanguageModel'].startswith('matches'), r.stdout

@@ -409,7 +409,7 @@ def check_part(label, m, kind, ctx, context, learner):
             ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, None
     events = t.events
     said = explain.swapped(m, learner) + explain.registered(m, events)
-    said += explain.eval_mode(m, [x, *rest], kwargs, learner)
+    said += explain.eval_mode(m, [x, *rest], kwargs, learner) + explain.reseeds(m, [x, *rest], kwargs, learner)
     try:
         layouts = LAYOUTS[kind](m, ctx)
     except LookupError as e:

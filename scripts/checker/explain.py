@@ -164,6 +164,21 @@ def eval_mode(m, args, kwargs, learner):
         fix = "F.dropout trains by default: pass training=self.training, or use nn.Dropout"
     return [('mistake', f"in eval mode its dropout still acts ({fix})", at)]
 
+def reseeds(m, args, kwargs, learner):
+    """torch.manual_seed called in m's own forward: the same random numbers at every call."""
+    seeded, seed, state = [], torch.manual_seed, torch.get_rng_state()
+    def watched(*a, **k):
+        seeded.append(learner.line())
+        return seed(*a, **k)
+    torch.manual_seed = watched
+    with contextlib.suppress(Exception), torch.no_grad():
+        call(m, args, kwargs)
+    torch.manual_seed = seed
+    torch.set_rng_state(state) # (what it seeded: not left behind)
+    at = next((at for at in seeded if at in own_lines(m)), None)
+    words = "seeds the random numbers at every call, so dropout drops the same units at every step of training"
+    return [('mistake', f"`{learner.source(at)}` in forward {words}", at)] if at else []
+
 def unused(m, args, kwargs, ctx):
     """What m's output never depends on: a child (blocks never applied), else m's own layers."""
     theirs = {id(p) for s in m.modules() if s is not m and (type(s) in ctx.parts or id(s) in ctx.parts)

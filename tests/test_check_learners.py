@@ -985,3 +985,16 @@ def test_a_seed_set_in_forward_is_a_mistake_at_its_line(tmp_path):
     assert r.returncode == 1 and found['Block'] == (f"differs: line {line}: `torch.manual_seed(0)` in forward seeds the "
         "random numbers at every call, so dropout drops the same units at every step of training"), r.stdout
     assert found['BigramLanguageModel'].startswith('matches'), r.stdout
+
+
+def test_a_layer_applied_where_another_belongs_is_named_at_the_line_meant_for_the_other(tmp_path):
+    """q = self.value(x), then v = self.value(x) as the lecture's: `query` never used, and the line that should
+    use it is the one whose result is named q, the first, not the second that applies value rightly."""
+    import test_check
+    text = test_check.edited(('q = self.query(x)', 'q = self.value(x)'))
+    r, found = test_check.check(tmp_path, text)
+    lines = text.splitlines()
+    q, v = lines.index('        q = self.value(x)') + 1, lines.index('        v = self.value(x)') + 1
+    assert r.returncode == 1 and found['Head'].startswith(
+        f"differs: line {q}: `q = self.value(x)` applies `value` where `query`, never used, belongs (`value` is "
+        f"applied to the same input again at line {v})"), r.stdout

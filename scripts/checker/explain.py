@@ -8,7 +8,7 @@ import torch.nn as nn
 
 from checker import build
 from checker.build import code_lines, safe_modules
-from checker.lecture import out_of
+from checker.lecture import LAYER, norm, out_of
 from checker.load import message
 from checker.run import Trace, call, tensors
 
@@ -75,16 +75,23 @@ def named(node):
 
 def reused(m, events, never, learner):
     """[(kind, words, at)], [names]: a Linear applied twice to one input where one of its shape is never used
-    (values = self.query(x), copied from the line above): named at the second call."""
+    (values = self.query(x), copied from the line above): named at the call whose result is named for the unused
+    one (q = self.value(x) for query), else at the second."""
     idle = [(n, c) for n, c in m.named_modules() if f'`{n}`' in never and isinstance(c, nn.Linear)]
-    seen = set()
+    seen = {}
+    role = lambda name: LAYER.get(norm(name.split('.')[-1]))
     for e in [e for e in events if isinstance(e.module, nn.Linear) and tensors(e.args)]:
         twin = next((n for n, c in idle if c.weight.shape == e.module.weight.shape), None)
-        if (id(e.module), id(tensors(e.args)[0])) in seen and twin:
+        first = seen.setdefault((id(e.module), id(tensors(e.args)[0])), e)
+        if first is not e and twin:
             used = next(n for n, c in m.named_modules() if c is e.module)
+            named = lambda w: role((re.match(r'\s*(\w+)\s*=', learner.source(w.at) if w.at else '') or [''] * 2)[1])
+            if named(first) == role(twin) != named(e) and e.at: # (the first call's result is named for twin)
+                return [('mistake', f"`{learner.source(first.at)}` applies `{used}` where `{twin}`, never used, "
+                         f"belongs (`{used}` is applied to the same input again at {learner.place(e.at)})",
+                         first.at)], [f'`{twin}`']
             return [('mistake', f"`{learner.source(e.at)}` applies `{used}` again, to the same input, where `{twin}`, "
                      "never used, belongs", e.at)], [f'`{twin}`']
-        seen.add((id(e.module), id(tensors(e.args)[0])))
     return [], []
 
 def registered(m, events):

@@ -189,7 +189,7 @@ def report(learner, builder, classes, settings):
         if any('draws random numbers' in f.words for f in part.findings): # (what must hold can't be told from noise)
             problems = [p for p in problems if p[0] != 'mistake']
         said = ' '.join(f.words for f in part.findings if f.kind == 'mistake') # (a raise already named: once)
-        problems = [p for p in problems if not (p[1].startswith('running it raised ') and p[1][18:] in said)]
+        problems = [p for p in problems if p[1].removeprefix('running it raised ') not in said]
         part.findings += [Finding(part.label, kind, words) for kind, words in problems]
         part.whole = [words for kind, words in problems if kind == 'mistake']
         part.status = 'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'

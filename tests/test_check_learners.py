@@ -999,3 +999,31 @@ def test_a_layer_applied_where_another_belongs_is_named_at_the_line_meant_for_th
     assert r.returncode == 1 and found['Head'].startswith(
         f"differs: line {q}: `q = self.value(x)` applies `value` where `query`, never used, belongs (`value` is "
         f"applied to the same input again at line {v})"), r.stdout
+
+
+STANDALONE = '''def generate(model, idx, max_new_tokens):
+    for _ in range(max_new_tokens):
+        logits, loss = model(idx[:, -block_size:])
+        probs = F.softmax(logits[:, -1, :], dim=-1)
+        idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
+    return idx
+
+model = BigramLanguageModel()
+'''
+
+
+@pytest.mark.parametrize('last', ['-1', '0'])
+def test_a_generate_of_the_files_own_beside_the_model_is_checked(tmp_path, last):
+    """generate(model, idx, max_new_tokens), a function beside a model that has none: checked as the model's
+    (a variant of the interface), so that sampling from the first position is found there too."""
+    import test_check
+    text = test_check.edited(('    def generate(self, idx, max_new_tokens):\n', '    def unused(self, idx, max_new_tokens):\n'),
+                             ('model = BigramLanguageModel()\n', STANDALONE.replace('[:, -1, :]', f'[:, {last}, :]')))
+    r, found = test_check.check(tmp_path, text)
+    said = found['BigramLanguageModel']
+    assert "a variant, generate is a function beside the model (generate(model, ...)), where the lecture's is the " \
+        "model's method" in said, r.stdout
+    if last == '-1':
+        assert r.returncode == 0 and 'generate crops to block_size and runs past it' in said, r.stdout
+    else:
+        assert r.returncode == 1 and "generate samples from something else than the last position's logits" in said

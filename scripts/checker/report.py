@@ -235,10 +235,11 @@ def verdict(part, rep, settings):
     if part.stage == 1 and part.kind == 'the model' and layers(part.m, nn.Linear): # (the bigram grown)
         positions = sum(isinstance(s, nn.Embedding) for s in part.m.modules()) > 1
         line += f", with stage 2's token{' and position' * positions} embeddings and lm_head, before its head"
-    if part.whole:
-        return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
-    line += ', as in the video' * any(f.kind == 'video' for f in part.findings)
+    if any(f.kind == 'video' for f in part.findings):
+        line += ', as in the video'
     line += (': ' + '; '.join(others) if others else '') + ''.join(f"; {n}" for n in notes)
+    if part.whole: # (what fails of the whole model first; its variants still named)
+        return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
     if part.kind == 'the model':
         inside = f"with {', '.join(part.fixed)} as the lecture computes it, " if part.fixed else ''
         line += f"; {inside}{held(part)}"

@@ -3,7 +3,7 @@ Step 3, running: every tensor a part makes, at the learner's line, and what each
 module of a model receives; forward and generate called by what their parameters mean; what must hold of a
 model whatever its weights.
 """
-import contextlib, inspect, math
+import contextlib, functools, inspect, math
 
 import torch
 import torch.nn as nn
@@ -311,6 +311,17 @@ def last_alone(m, T):
         return torch.allclose(logits_of(m.eval(), idx)[:, -1], logits_of(m, idx[:, -1:])[:, -1], atol=1e-5)
     return False
 
+MODEL = {norm(n) for n in 'model m net gpt lm transformer'.split()}
+
+def standalone(m, learner):
+    """The file's own generate beside the model, generate(model, idx, n), bound to m; else None."""
+    for node, names in learner.functions:
+        fn = names.get(node.name)
+        params = list(inspect.signature(fn).parameters) if inspect.isfunction(fn) else []
+        if any(w in node.name.lower() for w in ('generate', 'sample')) and params and norm(params[0]) in MODEL:
+            return functools.partial(fn, m)
+    return None
+
 def invariants(m, T, learner, block):
     """([(kind, words) of what fails: the past never hears the future, batch rows never talk (at T), generate
     (at block), the loss at init near ln(vocab)], the loss at init)."""
@@ -334,7 +345,16 @@ def invariants(m, T, learner, block):
                 loss = out.get('loss') if isinstance(out, dict) else out
                 if isinstance(out, (tuple, list)): # (in either order)
                     loss = next((t for t in out if isinstance(t, torch.Tensor) and t.numel() == 1), None)
-        problems += sampling(m, block, learner) if hasattr(m, 'generate') else []
+        beside = None if hasattr(m, 'generate') else standalone(m, learner)
+        if beside is not None: # (checked as the model's own, for the time of the check)
+            m.generate = beside
+            problems.append(('variant', f"generate is a function beside the model ({beside.func.__name__}("
+                                        "model, ...)), where the lecture's is the model's method"))
+        try:
+            problems += sampling(m, block, learner) if hasattr(m, 'generate') else []
+        finally:
+            if beside is not None:
+                del m.generate
     except Exception as e: # the model itself fails: its own line says where
         return [('mistake', f"running it raised {message(e)}")], None
     loss = loss if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None

@@ -1027,3 +1027,16 @@ def test_a_generate_of_the_files_own_beside_the_model_is_checked(tmp_path, last)
         assert r.returncode == 0 and 'generate crops to block_size and runs past it' in said, r.stdout
     else:
         assert r.returncode == 1 and "generate samples from something else than the last position's logits" in said
+
+
+def test_a_script_that_builds_a_model_between_two_versions_of_a_class_checks_both(tmp_path):
+    """A script that builds its model, then defines Head again (without the scale) and builds it again: both
+    versions checked, each labelled by its line, the mistake in the second."""
+    import test_check
+    text = test_check.edited()
+    head = text[text.index('class Head'):text.index('class MultiHeadAttention')]
+    text += '\n' + head.replace('* k.shape[-1]**-0.5', '') + '\nmodel2 = BigramLanguageModel()\n'
+    r, found = test_check.check(tmp_path, text)
+    heads = [label for label in found if re.fullmatch(r'Head \(line \d+\)', label)]
+    assert r.returncode == 1 and len(heads) == 2 and found[heads[0]] == 'matches', r.stdout
+    assert found[heads[1]].startswith('differs: line') and 'scale is missing' in found[heads[1]], r.stdout

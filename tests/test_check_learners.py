@@ -1040,3 +1040,16 @@ def test_a_script_that_builds_a_model_between_two_versions_of_a_class_checks_bot
     heads = [label for label in found if re.fullmatch(r'Head \(line \d+\)', label)]
     assert r.returncode == 1 and len(heads) == 2 and found[heads[0]] == 'matches', r.stdout
     assert found[heads[1]].startswith('differs: line') and 'scale is missing' in found[heads[1]], r.stdout
+
+
+def test_a_part_that_cant_run_alone_beside_a_broken_model_is_not_counted(tmp_path):
+    """A model that can't run (a tuple for its attention) has its classes checked alone; one that can't run
+    alone either (its forward wants a mask no caller gives) is said to be not checked, and the exit code is that
+    of the mistakes found (1), not 2."""
+    import test_check
+    text = test_check.edited(('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = (n_head, head_size)'),
+                             ('    def forward(self, x):\n        B,T,C = x.shape\n        k = self.key(x)',
+                              '    def forward(self, x, mask):\n        B,T,C = x.shape\n        k = self.key(x)'))
+    r, found = test_check.check(tmp_path, text)
+    assert r.returncode == 1 and found['Head'].startswith('not checked: '), r.stdout
+    assert found['Block'].startswith('differs: line') and 'makes a tuple, not a layer' in found['Block'], r.stdout

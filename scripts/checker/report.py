@@ -70,7 +70,10 @@ def label(cls, classes, learner):
     if first is None:
         return f"{cls.__name__} (?)"
     place = learner.place(first).split(', line')[0]
-    return f"{cls.__name__} ({place if place.startswith('cell') else f'line {first[1]}'})"
+    text = learner.texts.get(first[0], []) # (its `class` line, above its code)
+    line = next((i for i in range(min(first[1], len(text)), 0, -1) if re.match(rf'\s*class\s+{cls.__name__}\b',
+                                                                           text[i - 1])), first[1])
+    return f"{cls.__name__} ({place if place.startswith('cell') else f'line {line}'})"
 
 def parts_of(built, ctx, builder, broken):
     """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold (where

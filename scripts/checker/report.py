@@ -240,9 +240,10 @@ def verdict(part, rep, settings):
         line += f", with stage 2's token{' and position' * positions} embeddings and lm_head, before its head"
     if any(f.kind == 'video' for f in part.findings):
         line += ', as in the video'
-    line += (': ' + '; '.join(others) if others else '') + ''.join(f"; {n}" for n in notes)
+    line += ': ' + '; '.join(others) if others else ''
     if part.whole: # (what fails of the whole model first; its variants still named)
         return f"differs: {'; '.join(part.whole)}; otherwise it {line}"
+    line += ''.join(f"; {n}" for n in notes)
     if part.kind == 'the model':
         inside = f"with {', '.join(part.fixed)} as the lecture computes it, " if part.fixed else ''
         line += f"; {inside}{held(part)}"

@@ -20,11 +20,17 @@ from checker.load import NOTEBOOK, CantCheck, Learner, Siblings, StandInModule, 
 from checker.report import check
 
 def quietly(run, *args):
-    """run(*args), what the learner's code prints or warns kept out of the report."""
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-            warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return run(*args)
+    """run(*args), what the learner's code prints or warns kept out of the report; on one thread (its tensors are
+    small: more threads only wait on each other, on a busy machine for long)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            return run(*args)
+    finally:
+        torch.set_num_threads(threads)
 
 def here(names):
     """Check a running notebook's parts: check.here(globals()); its models as copies, its names left as they were."""
@@ -45,8 +51,6 @@ def checked(path, build=None):
     """The Report on a file (its lines, exit code, parts and findings, the Builder that holds its models);
     build: an expression that builds its model. CantCheck: it can't be checked."""
     before, learner, dtype = set(sys.modules), Learner(path), torch.get_default_dtype()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1) # (its tensors are small: more threads only wait on each other, on a busy machine long)
     try:
         with Builder(learner) as builder:
             quietly(load, path, learner)
@@ -55,7 +59,6 @@ def checked(path, build=None):
             return quietly(check, learner, builder)
     finally: # the learner's modules and the stand-ins go: another check in this process starts afresh
         torch.set_default_dtype(dtype)
-        torch.set_num_threads(threads)
         for name in [n for n in set(sys.modules) - before if n == 'learner' or isinstance(sys.modules[n], StandInModule)
                      or isinstance(getattr(sys.modules[n], '__loader__', None), Siblings) or
                      getattr(sys.modules[n], '__name__', n) != n]: # (a misspelt name that stood for the module)

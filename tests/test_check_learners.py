@@ -1054,3 +1054,17 @@ def test_a_part_that_cant_run_alone_beside_a_broken_model_is_not_counted(tmp_pat
     r, found = test_check.check(tmp_path, text)
     assert r.returncode == 1 and found['Head'].startswith('not checked: '), r.stdout
     assert found['Block'].startswith('differs: line') and 'makes a tuple, not a layer' in found['Block'], r.stdout
+
+
+def test_checking_in_process_leaves_the_thread_count_as_it_was():
+    """check.checked (and check.here, in a notebook) runs on one thread, then puts the learner's count back:
+    their training after a check is not left on one core."""
+    import check
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        check.checked(os.path.join(LEARNERS, 'stage2_one_head.py'))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)

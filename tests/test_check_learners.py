@@ -870,6 +870,9 @@ def test_a_model_that_cant_be_built_or_run_has_its_parts_checked_alone(tmp_path)
     r, found = test_check.check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
     assert r.returncode == 1 and found['BigramLanguageModel (cell 2)'].startswith(
         "differs: can't build BigramLanguageModel(): ") and "name 'Blocks' is not defined" in r.stdout, r.stdout
+    rows = [row for row in r.stdout.splitlines()[:-1] if not row.startswith(('note:', 'mistake:'))]
+    starts = {re.search(r'\s(matches|differs|not checked)', row).start() for row in rows} # (one column, past
+    assert starts == {len('BigramLanguageModel (cell 2)') + 1}, r.stdout # the longest label and 2 spaces)
     early = later.replace('logits = self.lm_head(x)', 'logits = self.lm_head(tok)') + 'model = BigramLanguageModel(65)\n'
     cells = [{'cell_type': 'code', 'source': text} for text in (right, early, later + 'model = BigramLanguageModel()\n')]
     r, found = test_check.check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')

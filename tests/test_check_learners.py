@@ -993,15 +993,17 @@ def test_a_seed_set_in_forward_is_a_mistake_at_its_line(tmp_path):
 
 def test_a_layer_applied_where_another_belongs_is_named_at_the_line_meant_for_the_other(tmp_path):
     """q = self.value(x), then v = self.value(x) as the lecture's: `query` never used, and the line that should
-    use it is the one whose result is named q, the first, not the second that applies value rightly."""
+    use it is the one whose result is named q, the first, not the second that applies value rightly. The walk
+    then goes on with their layer in its place, to the next difference (a scale of 16**-0.5)."""
     import test_check
-    text = test_check.edited(('q = self.query(x)', 'q = self.value(x)'))
+    text = test_check.edited(('q = self.query(x)', 'q = self.value(x)'), ('* k.shape[-1]**-0.5', '* 16**-0.5'))
     r, found = test_check.check(tmp_path, text)
     lines = text.splitlines()
     q, v = lines.index('        q = self.value(x)') + 1, lines.index('        v = self.value(x)') + 1
-    assert r.returncode == 1 and found['Head'].startswith(
+    assert r.returncode == 1 and found['Head'] == (
         f"differs: line {q}: `q = self.value(x)` applies `value` where `query`, never used, belongs (`value` is "
-        f"applied to the same input again at line {v})"), r.stdout
+        f"applied to the same input again at line {v}); and line {q + 1}: the affinities scaled by 0.25 = 16**-0.5, "
+        "not by head_size**-0.5 = 0.354 (head_size 8)"), r.stdout
 
 
 STANDALONE = '''def generate(model, idx, max_new_tokens):

@@ -416,7 +416,15 @@ def check_part(label, m, kind, ctx, context, learner):
         return 'differs', said or [('mistake', f"your {label} {e.args[0]}", None)], 7, None
     theirs = Theirs(t, out_of(raw), x.shape[0], x.shape[1], learner, m)
     random = any('eval mode' in f[1] or 'while it runs' in f[1] for f in said) # (nothing to compare with)
-    walks = [] if random else [(walk(kind, lay, x, theirs, context), lay) for lay in layouts]
+    never = explain.unused(m, [x, *rest], kwargs, ctx)
+    wrong, named, stand = explain.reused(m, events, never, learner)
+    if stand is not None: # (the lecture's steps with the layer they applied in its place: the next difference)
+        stand[0].forward = stand[1].forward
+    try:
+        walks = [] if random else [(walk(kind, lay, x, theirs, context), lay) for lay in layouts]
+    finally:
+        if stand is not None:
+            del stand[0].forward
     (found, ok, steps), lay = max(walks, key=lambda w: (w[0][1], -sum(f[0] == 'mistake' for f in w[0][0]))) \
         if walks else (([], True, None), layouts[0])
     stage = stage_of(m, kind, lay, ctx)
@@ -433,8 +441,6 @@ def check_part(label, m, kind, ctx, context, learner):
     said += found + [(*STRUCTURE[k], at) for k, at in layered]
     ctx.positions |= kind in ATTENTIONS and bool(places(m, ctx)) # (rotary, ALiBi: the model's positions)
     said += dropouts(kind, steps, theirs, events, m, context, ctx, lay) if ok and steps is not None else []
-    never = explain.unused(m, [x, *rest], kwargs, ctx)
-    wrong, named = explain.reused(m, events, never, learner)
     said, never = wrong + said, [n for n in never if n not in named]
     skipped = [] # (where the steps run, the walk says it)
     if kind == 'the model' and steps is None:

@@ -74,9 +74,9 @@ def named(node):
     return key if isinstance(key, str) else ''
 
 def reused(m, events, never, learner):
-    """[(kind, words, at)], [names]: a Linear applied twice to one input where one of its shape is never used
-    (values = self.query(x), copied from the line above): named at the call whose result is named for the unused
-    one (q = self.value(x) for query), else at the second."""
+    """([(kind, words, at)], [names], (the unused Linear, the one applied in its place) or None): a Linear applied
+    twice to one input where one of its shape is never used (values = self.query(x), copied from the line above):
+    named at the call whose result is named for the unused one (q = self.value(x) for query), else at the second."""
     idle = [(n, c) for n, c in m.named_modules() if f'`{n}`' in never and isinstance(c, nn.Linear)]
     seen = {}
     role = lambda name: LAYER.get(norm(name.split('.')[-1]))
@@ -85,14 +85,15 @@ def reused(m, events, never, learner):
         first = seen.setdefault((id(e.module), id(tensors(e.args)[0])), e)
         if first is not e and twin:
             used = next(n for n, c in m.named_modules() if c is e.module)
+            stand = (dict(idle)[twin], e.module)
             named = lambda w: role((re.match(r'\s*(\w+)\s*=', learner.source(w.at) if w.at else '') or [''] * 2)[1])
             if named(first) == role(twin) != named(e) and e.at: # (the first call's result is named for twin)
                 return [('mistake', f"`{learner.source(first.at)}` applies `{used}` where `{twin}`, never used, "
                          f"belongs (`{used}` is applied to the same input again at {learner.place(e.at)})",
-                         first.at)], [f'`{twin}`']
+                         first.at)], [f'`{twin}`'], stand
             return [('mistake', f"`{learner.source(e.at)}` applies `{used}` again, to the same input, where `{twin}`, "
-                     "never used, belongs", e.at)], [f'`{twin}`']
-    return [], []
+                     "never used, belongs", e.at)], [f'`{twin}`'], stand
+    return [], [], None
 
 def registered(m, events):
     """A module m runs but doesn't register (a plain list, made in forward): it never trains."""

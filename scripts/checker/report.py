@@ -134,7 +134,8 @@ def report(learner, builder, classes, settings):
     if any(ctx.role_of(m) == 'the model' and not runs_at(m, ctx.T) for m in roots):
         ctx.T = None # (a model that works at its block_size only: checked there)
     ctx.held = {id(s) for m in roots if ctx.role_of(m) == 'the model' for s in safe_modules(m)[1:]}
-    unrun = [m for m in roots if ctx.role_of(m) == 'the model' and fails(m, ctx.T or block_size(m, settings), learner)]
+    theirs = [m for m in roots if ctx.role_of(m) == 'the model' and any(m is b for b, _ in builder.models)]
+    unrun = [m for m in theirs if fails(m, ctx.T or block_size(m, settings), learner)] # (not one the checker guessed)
     broken = bool(builder.failed or unrun or any(getattr(m, 'theirs', False) for m in built.values()))
     for m in roots:
         torch.default_generator.manual_seed(0)

@@ -1073,3 +1073,30 @@ def test_checking_in_process_leaves_the_thread_count_as_it_was():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)
+
+
+BIGRAM_CELL = '''import torch
+import torch.nn as nn
+vocab_size = 65
+
+class BigramLanguageModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.token_embedding_table = nn.Embedding(vocab_size, vocab_size)
+
+    def forward(self, idx, targets=None):
+        return self.token_embedding_table(idx), None
+
+m = BigramLanguageModel()
+'''
+
+
+def test_the_parts_of_a_later_version_the_notebook_never_builds_are_checked(tmp_path):
+    """A notebook that builds its stage-1 bigram, then defines the whole model under the same name and never
+    builds it (it loads a saved one): the later version's parts are held by a model of theirs, so checked."""
+    import test_check
+    right = test_check.edited()
+    cells = [{'cell_type': 'code', 'source': text} for text in (BIGRAM_CELL, right[:right.index('model = Bigram')])]
+    r, found = test_check.check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
+    assert r.returncode == 0 and 'no model of yours uses' not in r.stdout, r.stdout
+    assert [found[p] for p in ('Head', 'MultiHeadAttention', 'FeedFoward', 'Block')] == ['matches'] * 4, r.stdout

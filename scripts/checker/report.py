@@ -57,10 +57,17 @@ def versions(built, builder):
             kept[c] = m
     return {**kept, **built}
 
-def held_by(builder):
-    """The names of the learner's classes its models hold (nn.LayerNorm is not theirs)."""
-    return builder.made | {type(s).__name__ for m, _ in builder.models for s in safe_modules(m)
-                           if not type(s).__module__.startswith('torch.')}
+def held_by(builder, built):
+    """The names of the learner's classes its models hold (nn.LayerNorm is not theirs), and those a version of
+    one of them holds (a notebook's later model, which it never builds itself: the checker builds it alone)."""
+    theirs = lambda m: {type(s).__name__ for s in safe_modules(m) if not type(s).__module__.startswith('torch.')}
+    names = builder.made.union(*(theirs(m) for m, _ in builder.models))
+    versions = [m for m in built.values() if isinstance(m, nn.Module)]
+    while True:
+        more = set().union(*(theirs(m) for m in versions if type(m).__name__ in names))
+        if more <= names:
+            return names
+        names |= more
 
 def label(cls, classes, learner):
     """A class's name; where a notebook defines it more than once, with the cell (or line) of this one."""
@@ -78,7 +85,7 @@ def label(cls, classes, learner):
 def parts_of(built, ctx, builder, broken):
     """[Part] in the report's order, an inline feed-forward too; not a class their models don't hold (where
     their models are whole: a build that failed, a model that can't be built or run, may be what leaves it out)."""
-    held = set() if broken else held_by(builder)
+    held = set() if broken else held_by(builder, built)
     parts = []
     for cls, m in built.items():
         kind = None if isinstance(m, str) else ctx.role_of(m)
@@ -206,7 +213,7 @@ def report(learner, builder, classes, settings):
         if cause and '' not in raised and all(f.kind != 'mistake' or 'raised ' in f.words for f in part.findings):
             part.status, part.findings = 'skip', [Finding(part.label, 'cant', f"it holds {cause.label}, which "
                                                                               "can't run (above)")]
-    held = held_by(builder)
+    held = held_by(builder, built)
     based = {b for c in classes if c.__name__ in held for b in c.__mro__} # (a base of theirs is used)
     unused = [c.__name__ for c in classes if c.__name__ not in held and c not in based] \
         if builder.models and not broken else []

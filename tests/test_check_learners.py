@@ -1100,3 +1100,15 @@ def test_the_parts_of_a_later_version_the_notebook_never_builds_are_checked(tmp_
     r, found = test_check.check(tmp_path, json.dumps({'cells': cells, 'nbformat': 4}), 'mine.ipynb')
     assert r.returncode == 0 and 'no model of yours uses' not in r.stdout, r.stdout
     assert [found[p] for p in ('Head', 'MultiHeadAttention', 'FeedFoward', 'Block')] == ['matches'] * 4, r.stdout
+
+
+def test_a_multi_head_attention_without_proj_or_its_dropout_names_both(tmp_path):
+    """No proj and no dropout after the heads: the missing proj a mistake, the missing dropout a variant, named
+    in the same part (the lecture drops out after proj; without one, after the heads)."""
+    import test_check
+    text = test_check.edited(('        out = self.dropout(self.proj(out))\n', ''))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('        out = torch.cat([h(x) for h in self.heads], dim=-1)') + 1
+    assert r.returncode == 1 and found['MultiHeadAttention'] == (
+        f"differs: line {line}: no proj after the heads; line {line}: a variant, no dropout after the heads (the "
+        "lecture drops out there); your `proj` is defined but never used"), r.stdout

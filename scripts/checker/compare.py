@@ -466,7 +466,7 @@ def check_part(label, m, kind, ctx, context, learner):
     return 'differs', said, stage, fix
 
 WEI = (('softmax', 'masked after'), 'the attention weights, wei')
-PROJ, LAST = (('proj',), 'proj'), (('linear 2', 'linear 3'), 'the last Linear')
+PROJ, LAST = (('cat', 'merged', 'proj'), 'proj'), (('linear 2', 'linear 3'), 'the last Linear') # (no proj: the heads)
 KEPT = {'Head': [WEI], 'fused attention': [WEI, PROJ], 'MultiHeadAttention': [PROJ], 'FeedForward': [LAST]}
 # (where the lecture drops out, at stage 7)
 
@@ -483,6 +483,8 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx, lay):
             e = theirs.events[theirs.sdpa]
             made = theirs.sdpa if 'dropout_p' not in e.kwargs and len(e.args) < 5 else None
         if made is not None and made not in dropped:
+            heads = last in ('cat', 'merged') or last == 'proj' and steps.swaps.get('proj') == 'skip' # (no proj)
+            words = 'the heads' if heads else words
             words = f"no dropout after {words} (the lecture drops out there)"
             found.append(('variant', words, theirs.where(made)))
     inside = {id(s) for c in m.children() if {id(c), type(c)} & ctx.parts for s in c.modules()}

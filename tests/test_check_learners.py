@@ -366,8 +366,8 @@ model = GPT()''')
 
 
 def test_a_part_that_cannot_be_built_does_not_hide_the_mistake_of_the_part_that_holds_it(tmp_path):
-    """super.__init__() in the attention (it can't be built, so neither can the Block that holds it), and the
-    Block's forward indented into its __init__: both are named, each at its line."""
+    """super.__init__() in the attention (named, and the attention checked as meant), and the Block's forward
+    indented into its __init__: both are named, each at its line."""
     text = open(os.path.join(LEARNERS, 'batched_4d.py'), encoding='utf-8').read()
     for old, new in [('        super().__init__()\n        self.qkv', '        super.__init__()\n        self.qkv'),
                      ('\n    def forward(self, x):\n        x = x + self.sa', '\n        def forward(self, x):\n'
@@ -380,8 +380,8 @@ def test_a_part_that_cannot_be_built_does_not_hide_the_mistake_of_the_part_that_
     (tmp_path / 'mine.py').write_text(text)
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
     found = parts(r.stdout)
-    assert r.returncode == 1 and found['BatchedAttention'].startswith("differs: can't build BatchedAttention(): "
-                                                                      f"mine.py, {cited(text, 'super.__init__')}")
+    assert r.returncode == 1 and f"mistake: {cited(text, 'super.__init__')}: `super.__init__()`: super.__init__ " \
+        "calls super without its (): super().__init__() is meant; checked with it\n" in r.stdout, r.stdout
     assert found['Block'] == f"differs: {cited(text, '        def forward')}: `def forward` is inside __init__ " \
                              "(indented one level too far), so it has no forward", r.stdout
 
@@ -451,9 +451,9 @@ def test_a_misspelt_or_forgotten_import_is_named_and_the_file_checked_with_the_m
     assert r.returncode == 1 and r.stdout.startswith(
         f"mistake: {cited(text, 'class SelfAttentionHead')}: `class SelfAttentionHead(nn.Module):`: nn is imported "
         f"only later, at {cited(text, 'import torch.nn as nn')}; checked with it\n"), r.stdout
-    assert parts(r.stdout)['MLP'].startswith(f"differs: can't build MLP(d_model=32): mine.py, "
-                                             f"{cited(text, 'super.__init__')}: super.__init__() calls super without "
-                                             "its (): super().__init__()"), r.stdout
+    assert f"mistake: {cited(text, 'super.__init__')}: `super.__init__()`: super.__init__ calls super without its " \
+        "(): super().__init__() is meant; checked with it\n" in r.stdout and parts(r.stdout)['MLP'] == 'matches', \
+        r.stdout # (checked as meant)
 
 
 def test_a_config_that_reads_what_only_the_data_makes_is_read_with_the_settings(tmp_path):
@@ -1112,3 +1112,16 @@ def test_a_multi_head_attention_without_proj_or_its_dropout_names_both(tmp_path)
     assert r.returncode == 1 and found['MultiHeadAttention'] == (
         f"differs: line {line}: no proj after the heads; line {line}: a variant, no dropout after the heads (the "
         "lecture drops out there); your `proj` is defined but never used"), r.stdout
+
+
+def test_super_without_its_brackets_is_named_and_the_rest_checked_with_it(tmp_path):
+    """super.__init__() in Head (super without its ()): a mistake at its line, the class then built as meant, so
+    the parts that hold it are checked too (not all 'can't build')."""
+    import test_check
+    text = test_check.edited(('        super().__init__()\n        self.key = nn.Linear',
+                              '        super.__init__()\n        self.key = nn.Linear'))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('        super.__init__()') + 1
+    assert r.returncode == 1 and f"mistake: line {line}: `super.__init__()`: super.__init__ calls super without its " \
+        "(): super().__init__() is meant; checked with it\n" in r.stdout, r.stdout
+    assert all(found[p].startswith('matches') for p in ('Head', 'MultiHeadAttention', 'Block')), r.stdout

@@ -126,6 +126,15 @@ def unimported(node, learner, names, where):
             if not later or ', cell ' not in where: # (a notebook's cells may have run out of order)
                 learner.notes.setdefault('slips', []).append(((where, node.lineno), words))
 
+def mended(node, learner, where):
+    """A definition whose super.__init__(...) calls super without its (): run as super().__init__(...), named."""
+    for call in [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and isinstance(n.func.value, ast.Name) and n.func.value.id == 'super']:
+        call.func.value = ast.copy_location(ast.Call(ast.Name('super', ast.Load()), [], []), call.func.value)
+        words = "super.__init__ calls super without its (): super().__init__() is meant; checked with it"
+        learner.notes.setdefault('slips', []).append(((where, call.lineno), words))
+    return node
+
 def bound(line):
     """The names an import line binds: import torch.nn as nn, from torch import nn, F."""
     m = re.match(r'\s*(from\s+\S+\s+)?import\s+([^#]*)', line)
@@ -263,7 +272,7 @@ def run_selected(tree, learner, names, where):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     import_(node, learner, names, where)
                 else:
-                    unimported(node, learner, names, where)
+                    unimported(mended(node, learner, where), learner, names, where)
                 if isinstance(node, ast.FunctionDef):
                     learner.functions.append((node, names))
                 forwards(names.get(getattr(node, 'name', None)))

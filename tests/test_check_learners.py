@@ -1125,3 +1125,18 @@ def test_super_without_its_brackets_is_named_and_the_rest_checked_with_it(tmp_pa
     assert r.returncode == 1 and f"mistake: line {line}: `super.__init__()`: super.__init__ calls super without its " \
         "(): super().__init__() is meant; checked with it\n" in r.stdout, r.stdout
     assert all(found[p].startswith('matches') for p in ('Head', 'MultiHeadAttention', 'Block')), r.stdout
+
+
+def test_heads_joined_along_the_batch_are_named_and_what_holds_them_is_checked_with_the_lectures(tmp_path):
+    """torch.cat of the heads without dim=-1 (along the batch, so proj raises): the cat named at its line, and the
+    Block and the model that hold the attention checked with it computed as the lecture's, not 'not checked'."""
+    import test_check
+    text = test_check.edited(('out = torch.cat([h(x) for h in self.heads], dim=-1)',
+                              'out = torch.cat([h(x) for h in self.heads])'))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('        out = torch.cat([h(x) for h in self.heads])') + 1
+    assert r.returncode == 1 and found['MultiHeadAttention'].startswith(
+        f"differs: line {line}: `out = torch.cat([h(x) for h in self.heads])` joins its 4 tensors along dim 0, the "
+        "batch: side by side is torch.cat(..., dim=-1); and raised on"), r.stdout
+    assert found['Block'] == 'matches' and found['BigramLanguageModel'].startswith(
+        'matches; with MultiHeadAttention as the lecture computes it'), r.stdout

@@ -405,8 +405,9 @@ def check_part(label, m, kind, ctx, context, learner):
         widths = [] # (heads too narrow for proj: why it raises)
         with contextlib.suppress(Exception):
             widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
-        return 'differs', widths + (explain.not_a_layer(m, e, learner) or [
-            ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, None
+        fix = lectures(kind, ctx) if kind != 'the model' else None # (the model that holds it: checked with it)
+        return 'differs', widths + explain.batched(t.events, x, m, learner) + (explain.not_a_layer(m, e, learner) or [
+            ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, fix
     events = t.events
     said = explain.swapped(m, learner) + explain.registered(m, events)
     said += explain.eval_mode(m, [x, *rest], kwargs, learner) + explain.reseeds(m, [x, *rest], kwargs, learner)
@@ -457,13 +458,16 @@ def check_part(label, m, kind, ctx, context, learner):
         return 'ok', said, stage, None
     if not isinstance(raw, torch.Tensor) or kind == 'the model':
         return 'differs', said, stage, None
+    return 'differs', said, stage, lectures(kind, ctx, next(i for i, each in enumerate(layouts) if each is lay))
+
+def lectures(kind, ctx, which=0):
+    """fix(instance): its forward as the lecture computes it on its layers (layout which), where it can be."""
     compute, defaults = LECTURES[kind]
-    which = next(i for i, each in enumerate(layouts) if each is lay)
-    def fix(s): # s's forward as the lecture computes it on s's layers, where it can be computed
+    def fix(s):
         lay = LAYOUTS[kind](s, ctx)[which]
         compute(lay, ctx.example(s)[0][0], defaults, Steps())
         return lambda *a, **k: compute(lay, a[0], defaults, Steps())
-    return 'differs', said, stage, fix
+    return fix
 
 WEI = (('softmax', 'masked after'), 'the attention weights, wei')
 PROJ, LAST = (('cat', 'merged', 'proj'), 'proj'), (('linear 2', 'linear 3'), 'the last Linear') # (no proj: the heads)

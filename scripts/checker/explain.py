@@ -25,6 +25,16 @@ def forward_inside(cls):
     return [('mistake', "`def forward` is inside __init__ (indented one level too far), so it has no forward",
              (inner[0].co_filename, inner[0].co_firstlineno))] if inner and cls.forward is nn.Module.forward else []
 
+def batched(events, x, m, learner):
+    """[a mistake] where m's own torch.cat joins tensors of x's batch along the batch (torch.cat without its dim)."""
+    mine = own_lines(m)
+    for e in [e for e in events if e.name == 'cat' and e.at in mine and e.outs]:
+        parts = tensors(e.args[:1])
+        if len(parts) > 1 and all(p.shape[0] == x.shape[0] for p in parts) and e.outs[0].shape[0] != x.shape[0]:
+            return [('mistake', f"`{learner.source(e.at)}` joins its {len(parts)} tensors along dim 0, the batch: "
+                                "side by side is torch.cat(..., dim=-1)", e.at)]
+    return []
+
 def not_a_layer(m, e, learner):
     """A value where forward calls a layer (self.sa = (n_head, head_size)): named at the line that makes it."""
     init = getattr(type(m).__init__, '__code__', None)

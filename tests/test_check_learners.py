@@ -1140,3 +1140,24 @@ def test_heads_joined_along_the_batch_are_named_and_what_holds_them_is_checked_w
         "batch: side by side is torch.cat(..., dim=-1); and raised on"), r.stdout
     assert found['Block'] == 'matches' and found['BigramLanguageModel'].startswith(
         'matches; with MultiHeadAttention as the lecture computes it'), r.stdout
+
+
+def test_what_is_said_once_of_settings_bases_and_a_models_own_crash(tmp_path):
+    """dropout never set: named once, as the mistake (no note repeats it, none about vocab_size, which a data line
+    sets). A base class of a part is not 'used by no model'; an unused class is. A model whose own forward raises
+    is named for it, beside a Head's unrelated mistake (not 'it holds Head, which can't run')."""
+    import test_check
+    r, found = test_check.check(tmp_path, test_check.edited(('dropout = 0.2\n', '')))
+    assert r.returncode == 1 and 'dropout is never set anywhere in the file' in r.stdout, r.stdout
+    assert 'note: your code reads' not in r.stdout and 'note: checked with' not in r.stdout, r.stdout
+    spare = 'class Spare(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = nn.Linear(3, 3)' \
+            '\n\n    def forward(self, x):\n        return self.w(x)\n\nclass FeedFoward(nn.Module):'
+    r, found = test_check.check(tmp_path, test_check.edited(
+        ('class Head(nn.Module):', 'class HeadBase(nn.Module):\n    pass\n\nclass Head(HeadBase):'),
+        ('class FeedFoward(nn.Module):', spare)))
+    assert r.returncode == 0 and 'note: no model of yours uses Spare: not checked\n' in r.stdout, r.stdout
+    r, found = test_check.check(tmp_path, test_check.edited(
+        ('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', 'wei = q @ k.transpose(-2,-1)'),
+        ('        x = tok_emb + pos_emb\n', '        x = tok_emb + pos_emb.T\n')))
+    assert r.returncode == 1 and found['Head'].startswith('differs: line') and found['BigramLanguageModel'].startswith(
+        'differs: raised on'), r.stdout

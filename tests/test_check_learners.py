@@ -1161,3 +1161,14 @@ def test_what_is_said_once_of_settings_bases_and_a_models_own_crash(tmp_path):
         ('        x = tok_emb + pos_emb\n', '        x = tok_emb + pos_emb.T\n')))
     assert r.returncode == 1 and found['Head'].startswith('differs: line') and found['BigramLanguageModel'].startswith(
         'differs: raised on'), r.stdout
+
+
+def test_the_slips_are_listed_in_the_order_of_their_lines(tmp_path):
+    """In Head, nn imported only after it and super without its (): both named, the class line's slip first."""
+    import test_check
+    text = test_check.edited(('import torch.nn as nn\n', ''), ('        super().__init__()\n        self.key = nn.Linear',
+                                                              '        super.__init__()\n        self.key = nn.Linear'),
+                             ('class MultiHeadAttention(nn.Module):', 'import torch.nn as nn\n\nclass MultiHeadAttention(nn.Module):'))
+    r, found = test_check.check(tmp_path, text)
+    slips = [int(line.split(':')[1].split()[1]) for line in r.stdout.splitlines() if line.startswith('mistake: line')]
+    assert r.returncode == 1 and len(slips) == 2 and slips == sorted(slips), r.stdout

@@ -276,6 +276,8 @@ def lines(rep, settings):
     for at, words in builder.errors: # (a call whose arguments its class can't take: theirs, whatever the settings)
         if re.search(r"TypeError: .*(takes \d+ positional arguments? but|unexpected keyword|missing \d+ required)", words):
             slips.append((at, f"your build raises {words}"))
+    order = {where: i for i, where in enumerate(learner.texts)} # (files and cells as they come, then lines)
+    slips.sort(key=lambda slip: (order.get(slip[0][0], -1), slip[0][1]))
     out += [f"mistake: {learner.place(at)}: `{learner.source(at)}`: {words}" for at, words in slips]
     given = sorted((name, value) for name, value in builder.supplied if meaning(name) != 'vocab_size' and not any(
         f"{name} is never set" in words for _, words in slips))

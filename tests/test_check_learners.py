@@ -1172,3 +1172,39 @@ def test_the_slips_are_listed_in_the_order_of_their_lines(tmp_path):
     r, found = test_check.check(tmp_path, text)
     slips = [int(line.split(':')[1].split()[1]) for line in r.stdout.splitlines() if line.startswith('mistake: line')]
     assert r.returncode == 1 and len(slips) == 2 and slips == sorted(slips), r.stdout
+
+
+def test_a_setting_never_set_in_a_file_of_two_settings_is_a_mistake(tmp_path):
+    """A Head in a file that sets n_embd and block_size but never dropout: that is a NameError of theirs, named
+    at its line (a file of no settings, a fragment, would get the lecture's in a note)."""
+    head = '''import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+n_embd = 32
+block_size = 8
+
+class Head(nn.Module):
+    def __init__(self, head_size):
+        super().__init__()
+        self.key = nn.Linear(n_embd, head_size, bias=False)
+        self.query = nn.Linear(n_embd, head_size, bias=False)
+        self.value = nn.Linear(n_embd, head_size, bias=False)
+        self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        k = self.key(x)
+        q = self.query(x)
+        wei = q @ k.transpose(-2, -1) * k.shape[-1]**-0.5
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))
+        wei = self.dropout(F.softmax(wei, dim=-1))
+        return wei @ self.value(x)
+
+head = Head(16)
+'''
+    (tmp_path / 'mine.py').write_text(head)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 1 and r.stdout.startswith("mistake: line 15: `self.dropout = nn.Dropout(dropout)`: dropout "
+                                                     "is never set anywhere in the file"), r.stdout

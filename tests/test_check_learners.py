@@ -1175,36 +1175,13 @@ def test_the_slips_are_listed_in_the_order_of_their_lines(tmp_path):
 
 
 def test_a_setting_never_set_in_a_file_of_two_settings_is_a_mistake(tmp_path):
-    """A Head in a file that sets n_embd and block_size but never dropout: that is a NameError of theirs, named
-    at its line (a file of no settings, a fragment, would get the lecture's in a note)."""
-    head = '''import torch
-import torch.nn as nn
-from torch.nn import functional as F
-
-n_embd = 32
-block_size = 8
-
-class Head(nn.Module):
-    def __init__(self, head_size):
-        super().__init__()
-        self.key = nn.Linear(n_embd, head_size, bias=False)
-        self.query = nn.Linear(n_embd, head_size, bias=False)
-        self.value = nn.Linear(n_embd, head_size, bias=False)
-        self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        k = self.key(x)
-        q = self.query(x)
-        wei = q @ k.transpose(-2, -1) * k.shape[-1]**-0.5
-        wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))
-        wei = self.dropout(F.softmax(wei, dim=-1))
-        return wei @ self.value(x)
-
-head = Head(16)
-'''
-    (tmp_path / 'mine.py').write_text(head)
+    """fragment_head.py with n_embd and block_size set, and a dropout never set: that is a NameError of theirs,
+    named at its line (a file of no settings, a fragment, gets the lecture's values in a note)."""
+    text = open(os.path.join(LEARNERS, 'fragment_head.py'), encoding='utf-8').read()
+    text = text.replace('\n\nclass Head', '\nn_embd = 32\nblock_size = 8\n\nclass Head').replace(
+        "block_size, block_size)))\n", "block_size, block_size)))\n        self.dropout = nn.Dropout(dropout)\n")
+    (tmp_path / 'mine.py').write_text(text + '\nhead = Head(16)\n')
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
-    assert r.returncode == 1 and r.stdout.startswith("mistake: line 15: `self.dropout = nn.Dropout(dropout)`: dropout "
-                                                     "is never set anywhere in the file"), r.stdout
+    line = text.splitlines().index('        self.dropout = nn.Dropout(dropout)') + 1
+    assert r.returncode == 1 and r.stdout.startswith(f"mistake: line {line}: `self.dropout = nn.Dropout(dropout)`: "
+                                                     "dropout is never set anywhere in the file"), r.stdout

@@ -96,7 +96,9 @@ def reused(m, events, never, learner):
         if first is not e and twin:
             used = next(n for n, c in m.named_modules() if c is e.module)
             stand = (dict(idle)[twin], e.module)
-            named = lambda w: role((re.match(r'\s*(\w+)\s*=', learner.source(w.at) if w.at else '') or [''] * 2)[1])
+            def named(w): # the role of the name its line assigns the result to
+                assigned = re.match(r'\s*(\w+)\s*=', learner.source(w.at) if w.at else '')
+                return role(assigned[1]) if assigned else None
             if named(first) == role(twin) != named(e) and e.at: # (the first call's result is named for twin)
                 return [('mistake', f"`{learner.source(first.at)}` applies `{used}` where `{twin}`, never used, "
                          f"belongs (`{used}` is applied to the same input again at {learner.place(e.at)})",

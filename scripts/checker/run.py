@@ -132,7 +132,9 @@ def generate(m, idx, n, block=None):
                     kwargs[p.name] = block
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
-            kind = 'text' if prompt is text else 'array' if prompt is array else True
+            kind = True # (idx itself)
+            if prompt is text or prompt is array:
+                kind = 'text' if prompt is text else 'array'
             took = any(v is prompt for v in kwargs.values()) and kind
             out = m.generate(**kwargs)
             out = Yielded(out) if inspect.isgenerator(out) else out # (run to its end)

@@ -1185,3 +1185,20 @@ def test_a_setting_never_set_in_a_file_of_two_settings_is_a_mistake(tmp_path):
     line = text.splitlines().index('        self.dropout = nn.Dropout(dropout)') + 1
     assert r.returncode == 1 and r.stdout.startswith(f"mistake: line {line}: `self.dropout = nn.Dropout(dropout)`: "
                                                      "dropout is never set anywhere in the file"), r.stdout
+
+
+def test_f_dropout_without_training_and_a_layer_unused_in_a_list_are_named(tmp_path):
+    """F.dropout(wei, p) with no training= drops out in eval mode too: a mistake at its line. One layer of a
+    ModuleList never used, beside one that is: named by its place in the list."""
+    import test_check
+    text = test_check.edited(('wei = self.dropout(wei)', 'wei = F.dropout(wei, p=dropout)'))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('        wei = F.dropout(wei, p=dropout)') + 1
+    assert r.returncode == 1 and found['Head'].startswith(f"differs: line {line}: in eval mode its dropout still acts ("
+                                                          "F.dropout trains by default"), r.stdout
+    text = test_check.edited(('        self.dropout = nn.Dropout(dropout)\n\n    def forward(self, x):\n        B,T,C',
+                              '        self.dropout = nn.Dropout(dropout)\n        self.spare = nn.ModuleList([nn.Linear('
+                              'n_embd, head_size), nn.Linear(n_embd, head_size)])\n\n    def forward(self, x):\n'
+                              '        B,T,C'), ('        k = self.key(x)\n', '        k = self.key(x) + 0 * self.spare[0](x)\n'))
+    r, found = test_check.check(tmp_path, text)
+    assert found['Head'].endswith('your `spare.1` is defined but never used'), r.stdout

@@ -1202,3 +1202,16 @@ def test_f_dropout_without_training_and_a_layer_unused_in_a_list_are_named(tmp_p
                               '        B,T,C'), ('        k = self.key(x)\n', '        k = self.key(x) + 0 * self.spare[0](x)\n'))
     r, found = test_check.check(tmp_path, text)
     assert found['Head'].endswith('your `spare.1` is defined but never used'), r.stdout
+
+
+def test_a_layer_made_outside_the_part_and_used_in_its_forward_is_named(tmp_path):
+    """A LayerNorm made at the top of the file and applied in Block's forward: it is not registered, so it never
+    trains; named where it is made."""
+    import test_check
+    text = test_check.edited(('class Block(nn.Module):', 'shared_ln = nn.LayerNorm(n_embd)\n\nclass Block(nn.Module):'),
+                             ('x = x + self.ffwd(self.ln2(x))', 'x = x + self.ffwd(shared_ln(x))'))
+    r, found = test_check.check(tmp_path, text)
+    line = text.splitlines().index('shared_ln = nn.LayerNorm(n_embd)') + 1
+    assert r.returncode == 1 and found['Block'].startswith(
+        f"differs: line {line}: a LayerNorm made outside Block runs in its forward: it is not registered, so "
+        "model.parameters() misses it and it never trains"), r.stdout

@@ -119,9 +119,14 @@ def registered(m, events):
             return [('mistake', f"`{held}` is a plain Python {type(vars(m)[held]).__name__}: the "
                      "modules in it are not registered, so model.parameters() misses them and they never train "
                      "(nn.ModuleList registers them)", at)]
-        if at in mine and not any(holds(v) for s in safe_modules(m) for v in vars(s).values()):
+        if any(holds(v) for s in safe_modules(m) for v in vars(s).values()):
+            continue
+        if at in mine:
             return [('mistake', f"a {type(module).__name__} made while it runs, not in __init__: it is "
                                               "new at every call and never trains", at)]
+        if at is not None and list(module.parameters()): # (a global nn.Linear used in forward)
+            return [('mistake', f"a {type(module).__name__} made outside {type(m).__name__} runs in its forward: "
+                                "it is not registered, so model.parameters() misses it and it never trains", at)]
     return []
 
 def heads_width(lay, x):

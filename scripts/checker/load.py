@@ -239,7 +239,8 @@ def is_setting(node, names):
             is_setting(ast.Expr(node.test), names)
     if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) or node.value is None:
         return False
-    safe = lambda f: not issubclass(f, (nn.Module, torch.Tensor)) if isinstance(f, type) else any(
+    layer = lambda f: issubclass(f, nn.Module) and f.__module__.startswith('torch.nn') # (nn.LayerNorm(n_embd))
+    safe = lambda f: layer(f) or not issubclass(f, (nn.Module, torch.Tensor)) if isinstance(f, type) else any(
         f is s for s in SAFE) or getattr(f, '__module__', None) == 'math' or isinstance(
         getattr(f, '__self__', None), (argparse.ArgumentParser, argparse._ArgumentGroup))
     nodes = list(ast.walk(node.value))

@@ -1127,17 +1127,19 @@ def test_super_without_its_brackets_is_named_and_the_rest_checked_with_it(tmp_pa
     assert all(found[p].startswith('matches') for p in ('Head', 'MultiHeadAttention', 'Block')), r.stdout
 
 
-def test_heads_joined_along_the_batch_are_named_and_what_holds_them_is_checked_with_the_lectures(tmp_path):
-    """torch.cat of the heads without dim=-1 (along the batch, so proj raises): the cat named at its line, and the
-    Block and the model that hold the attention checked with it computed as the lecture's, not 'not checked'."""
+@pytest.mark.parametrize('dim, axis', [('', '0, the batch'), (', dim=1', '1, the positions (time)')])
+def test_heads_joined_along_the_batch_are_named_and_what_holds_them_is_checked_with_the_lectures(dim, axis, tmp_path):
+    """torch.cat of the heads without dim=-1 (along the batch or the positions, so proj raises): the cat named at
+    its line, and the Block and the model that hold the attention checked with it computed as the lecture's, not
+    'not checked'."""
     import test_check
-    text = test_check.edited(('out = torch.cat([h(x) for h in self.heads], dim=-1)',
-                              'out = torch.cat([h(x) for h in self.heads])'))
+    cat = f'out = torch.cat([h(x) for h in self.heads]{dim})'
+    text = test_check.edited(('out = torch.cat([h(x) for h in self.heads], dim=-1)', cat))
     r, found = test_check.check(tmp_path, text)
-    line = text.splitlines().index('        out = torch.cat([h(x) for h in self.heads])') + 1
+    line = text.splitlines().index(f'        {cat}') + 1
     assert r.returncode == 1 and found['MultiHeadAttention'].startswith(
-        f"differs: line {line}: `out = torch.cat([h(x) for h in self.heads])` joins its 4 tensors along dim 0, the "
-        "batch: side by side is torch.cat(..., dim=-1); and raised on"), r.stdout
+        f"differs: line {line}: `{cat}` joins its 4 tensors along dim {axis}: side by side is torch.cat(..., "
+        "dim=-1); and raised on"), r.stdout
     assert found['Block'] == 'matches' and found['BigramLanguageModel'].startswith(
         'matches; with MultiHeadAttention as the lecture computes it'), r.stdout
 
@@ -1215,3 +1217,23 @@ def test_a_layer_made_outside_the_part_and_used_in_its_forward_is_named(tmp_path
     assert r.returncode == 1 and found['Block'].startswith(
         f"differs: line {line}: a LayerNorm made outside Block runs in its forward: it is not registered, so "
         "model.parameters() misses it and it never trains"), r.stdout
+
+
+@pytest.mark.parametrize('probs, said', [
+    ('F.softmax(logits[:, -1, :] / 0.7, dim=-1)', "matches stage 6 (LayerNorm, 1:32:51): a variant, generate samples at a "
+     "temperature of 0.7 (line 85: "),
+    ('F.softmax(logits[:, -1, :], dim=0)', "differs: generate samples every token with the same odds, whatever the "
+     "logits (line 85: "), # (over the batch: of one prompt, all 1)
+    ('torch.sigmoid(logits[:, -1, :])', "differs: generate samples from odds that aren't the softmax of the last "
+     "position's logits (line 85: ")])
+def test_what_generate_samples_from_is_measured_against_the_softmax_of_the_last_logits(probs, said, tmp_path, capsys):
+    """The odds generate hands torch.multinomial, beside softmax(logits[:, -1, :]): the same at another temperature
+    (a variant, its value given), the same for every token, or none of these (mistakes, at their line)."""
+    import check
+    with open(os.path.join(LEARNERS, 'batched_4d.py'), encoding='utf-8') as f:
+        text = f.read().replace('F.softmax(logits[:, -1, :], dim=-1)', probs)
+    (tmp_path / 'mine.py').write_text(text)
+    kernel = {'__name__': '__main__'}
+    exec(compile(text, str(tmp_path / 'mine.py'), 'exec'), kernel)
+    check.here(kernel)
+    assert parts(capsys.readouterr().out)['GPT'].startswith(said)

@@ -26,13 +26,16 @@ def forward_inside(cls):
              (inner[0].co_filename, inner[0].co_firstlineno))] if inner and cls.forward is nn.Module.forward else []
 
 def batched(events, x, m, learner):
-    """[a mistake] where m's own torch.cat joins tensors of x's batch along the batch (torch.cat without its dim)."""
-    mine = own_lines(m)
+    """[a mistake] where m's own torch.cat joins tensors of x's batch and length along the batch or the positions,
+    not side by side (torch.cat without its dim, or dim=1)."""
+    mine, axes = own_lines(m), ['the batch', 'the positions (time)']
     for e in [e for e in events if e.name == 'cat' and e.at in mine and e.outs]:
-        parts = tensors(e.args[:1])
-        if len(parts) > 1 and all(p.shape[0] == x.shape[0] for p in parts) and e.outs[0].shape[0] != x.shape[0]:
-            return [('mistake', f"`{learner.source(e.at)}` joins its {len(parts)} tensors along dim 0, the batch: "
-                                "side by side is torch.cat(..., dim=-1)", e.at)]
+        parts, out = tensors(e.args[:1]), e.outs[0]
+        joined = [d for d in range(2) if len(parts) > 1 and out.dim() == parts[0].dim() == 3
+                  and all(p.shape[:2] == x.shape[:2] for p in parts) and out.shape[d] != x.shape[d]]
+        if joined:
+            return [('mistake', f"`{learner.source(e.at)}` joins its {len(parts)} tensors along dim {joined[0]}, "
+                                f"{axes[joined[0]]}: side by side is torch.cat(..., dim=-1)", e.at)]
     return []
 
 def not_a_layer(m, e, learner):

@@ -277,10 +277,13 @@ def sampling(m, block, learner):
         names.update(later)
     last = likeliest(fed, V)
     wrong = [at for (p, at), i in zip(probs, last) if p.reshape(-1).argmax() != i] if len(probs) == len(last) else []
-    if wrong:
+    odds = tempered(probs, fed, V, learner) if probs and len(probs) == len(last) else []
+    if wrong and not any(kind == 'mistake' for kind, _ in odds):
         at = f": {learner.place(wrong[0])} samples `{learner.source(wrong[0])}`" if wrong[0] else ''
         said.append(('mistake', f"generate samples from something else than the last position's logits "
                                 f"(logits[:, -1, :]){at}"))
+    else:
+        said += odds
     if topk:
         said.append(('variant', f"generate samples among the {min(topk)} likeliest tokens (top-k), where the "
                                 f"lecture samples among all {V}"))
@@ -290,6 +293,27 @@ def likeliest(fed, V):
     """For each of the model's logits (B, T, vocab) fed, its first row's likeliest last token."""
     return [by_position(f, V)[0, -1].argmax() for f in map(out_of, fed)
             if isinstance(f, torch.Tensor) and f.dim() == 3]
+
+def tempered(probs, fed, V, learner):
+    """What generate samples from, beside the softmax of the last logits: the same, one with a temperature (a
+    variant), or the same odds for every token (a mistake)."""
+    p, at = probs[0]
+    z = next(by_position(f, V)[0, -1].double() for f in map(out_of, fed) if isinstance(f, torch.Tensor) and f.dim() == 3)
+    logp = p.reshape(-1, V)[0].double().clamp_min(1e-300).log()
+    z, logp = z - z.mean(), logp - logp.mean()
+    slope = float((z * logp).sum() / (z * z).sum()) # log p = z / temperature + a constant
+    line = f" ({learner.place(at)}: `{learner.source(at)}`)" if at else ''
+    if logp.abs().max() < 1e-4:
+        return [('mistake', f"generate samples every token with the same odds, whatever the logits{line}, where "
+                            "the lecture samples from softmax(logits[:, -1, :], dim=-1)")]
+    off = float((logp - slope * z).abs().max())
+    if off > 0.05:
+        return [('mistake', f"generate samples from odds that aren't the softmax of the last position's logits"
+                            f"{line}, where the lecture samples from softmax(logits[:, -1, :], dim=-1)")]
+    if off > 1e-3 or abs(slope - 1) < 1e-3:
+        return []
+    return [('variant', f"generate samples at a temperature of {1 / slope:.3g}{line}, where the lecture "
+                        "samples at 1, from the softmax of the logits as they are")]
 
 def greedy(out, fed, start, new, V):
     """Whether each of the new tokens generate returned is the likeliest after the logits before it."""

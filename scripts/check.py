@@ -13,20 +13,33 @@ import contextlib, copy, io, sys, warnings
 
 import torch
 import torch.nn as nn
+from torch.overrides import TorchFunctionMode
 
 import common
 from checker.build import Builder, classes_of, codes
 from checker.load import NOTEBOOK, CantCheck, Learner, Siblings, StandInModule, load
 from checker.report import check
 
+class OnCPU(TorchFunctionMode):
+    """Tensors their code puts on a GPU ('cuda', 'mps') made on the CPU, where the checker runs."""
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.device: # (as PyTorch's own code asks for one: as it is)
+            return func(*args, **kwargs)
+        if getattr(func, '__name__', '') in ('cuda', 'mps'): # (x.cuda(): x itself)
+            return args[0]
+        gpu = lambda d: isinstance(d, (str, torch.device)) and str(d).split(':')[0] in ('cuda', 'mps')
+        args = tuple('cpu' if gpu(a) else a for a in args)
+        return func(*args, **{k: 'cpu' if gpu(v) else v for k, v in kwargs.items()})
+
 def quietly(run, *args):
-    """run(*args), what the learner's code prints or warns kept out of the report; on one thread (its tensors are
-    small: more threads only wait on each other, on a busy machine for long)."""
+    """run(*args), what the learner's code prints or warns kept out of the report, on the CPU; on one thread (its
+    tensors are small: more threads only wait on each other, on a busy machine for long)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                warnings.catch_warnings():
+                warnings.catch_warnings(), OnCPU():
             warnings.simplefilter('ignore')
             return run(*args)
     finally:

@@ -46,7 +46,9 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             'takes one prompt only', 'each head reads', 'one LayerNorm normalizes', 'no dropout after',
             'its loss at init is', 'otherwise it matches', 'it has no forward (misspelt?)',
             'pip install', 'not written yet', "can't build", 'building it builds', 'left out', 'no model of yours uses',
-            'a bias by distance added to the affinities', 'positions from the attention']
+            'a bias by distance added to the affinities', 'positions from the attention', 'samples at a temperature',
+            'with the same odds', "odds that aren't the softmax", 'returns a Python list', 'plain tensors, not',
+            'which __init__ never makes', 'reshapes by the settings']
 
 
 def named_in_a_test():
@@ -54,6 +56,7 @@ def named_in_a_test():
     mistakes that test_check.py and this file make in a copy."""
     import test_check
     said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED + BY_VOCAB + WRAPPED] + [
+        said for _, said in SAMPLED + OWN_LAYERS] + [
         line for f in FILES for line in [*expected(os.path.join(LEARNERS, f))[1].values(), *expected(
             os.path.join(LEARNERS, f))[2]]] + [said for _, said in test_check.VIDEO]
     return '\n'.join(said)
@@ -1219,13 +1222,16 @@ def test_a_layer_made_outside_the_part_and_used_in_its_forward_is_named(tmp_path
         "model.parameters() misses it and it never trains"), r.stdout
 
 
-@pytest.mark.parametrize('probs, said', [
+SAMPLED = [
     ('F.softmax(logits[:, -1, :] / 0.7, dim=-1)', "matches stage 6 (LayerNorm, 1:32:51): a variant, generate samples at a "
      "temperature of 0.7 (line 85: "),
     ('F.softmax(logits[:, -1, :], dim=0)', "differs: generate samples every token with the same odds, whatever the "
      "logits (line 85: "), # (over the batch: of one prompt, all 1)
     ('torch.sigmoid(logits[:, -1, :])', "differs: generate samples from odds that aren't the softmax of the last "
-     "position's logits (line 85: ")])
+     "position's logits (line 85: ")]
+
+
+@pytest.mark.parametrize('probs, said', SAMPLED)
 def test_what_generate_samples_from_is_measured_against_the_softmax_of_the_last_logits(probs, said, tmp_path, capsys):
     """The odds generate hands torch.multinomial, beside softmax(logits[:, -1, :]): the same at another temperature
     (a variant, its value given), the same for every token, or none of these (mistakes, at their line)."""
@@ -1237,3 +1243,30 @@ def test_what_generate_samples_from_is_measured_against_the_softmax_of_the_last_
     exec(compile(text, str(tmp_path / 'mine.py'), 'exec'), kernel)
     check.here(kernel)
     assert parts(capsys.readouterr().out)['GPT'].startswith(said)
+
+
+OWN_LAYERS = [
+    ([('self.lm_head = nn.Linear(n_embd, vocab_size)', 'self.ln_f = nn.LayerNorm(n_embd)\n'
+       '        self.lm_head = nn.Linear(n_embd, vocab_size)'), ('logits = self.lm_head(x)', 'logits = self.lm_head('
+       'self.ln_f(x))')], "stage 2 (one self-attention head, 1:02:00): line 56: a variant, a final LayerNorm before "
+     "lm_head, which the lecture adds at stage 6 (ln_f, 1:32:51)"),
+    ([('logits = logits.view(B*T, C)', 'logits = logits.view(batch_size*block_size, C)')], # (right for its batches)
+     "differs: `logits = logits.view(batch_size*block_size, C)` reshapes by the settings (batch_size, block_size), "
+     "not by the tensor's own shape, so any other batch raises"),
+    ([('self.sa_head = Head(n_embd)', 'self.sa_heads = Head(n_embd)')], "differs: line 63: its forward uses "
+     "`self.sa_head`, which __init__ never makes")]
+
+
+@pytest.mark.parametrize('changes, said', OWN_LAYERS)
+def test_a_models_own_layers_and_shapes_are_named_where_they_leave_the_lectures(changes, said, tmp_path):
+    """A LayerNorm before lm_head at stage 2 (a variant: the lecture's comes at stage 6); a view by the settings, which
+    raises on any batch but the training's; a layer forward calls that __init__ never made (the model then is at no
+    stage: the summary is of gpt.py's parts)."""
+    import check
+    text = open(os.path.join(LEARNERS, 'stage2_one_head.py'), encoding='utf-8').read()
+    for old, new in changes:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (tmp_path / 'mine.py').write_text(text)
+    said_here = parts('\n'.join(check.checked(str(tmp_path / 'mine.py')).lines))['BigramLanguageModel']
+    assert said_here.startswith(said) or said.startswith('stage') and said in said_here, said_here

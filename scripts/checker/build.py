@@ -60,7 +60,10 @@ class Settings:
         if name.startswith('__') or not meaning(name):
             raise AttributeError(name)
         return self(meaning(name))
-    __getitem__ = __getattr__
+    def __getitem__(self, key): # (a config's key; a section of a nested config, config['model']['n_embd']: these)
+        if isinstance(key, str) and not meaning(key) and 'emb' in key.lower(): # (config['token_embed'])
+            return self('n_embd')
+        return self.__getattr__(key) if not isinstance(key, str) or meaning(key) else self
     get = lambda self, name, default=None: getattr(self, name, default)
     def guesses(self):
         """These; then, for a model whose sizes these don't fit, one head as wide as n_embd, and only that."""

@@ -171,7 +171,9 @@ def best(kind, steps, i, o, swaps, theirs, run):
         new = run(*t[2:])
         p = -1 if new is None else parting(new, theirs)
         p = len(new.values) + 1 if p is None else p
-        shows = new and (t[0] or not t[1][4] or any(theirs.find(new.values.get(n)) is not None for n in t[1][4]))
+        names = list(new.values) if new else [] # (a step of theirs, or the next: the mask first, then the scale)
+        near = [m for n in (t[1][4] or () if not t[0] else ()) if n in names for m in names[names.index(n):][:2]]
+        shows = new and (t[0] or not t[1][4] or any(theirs.find(new.values.get(n)) is not None for n in near))
         if p > i + NEEDS[t[0]] + (t[0] == 1 and len(t[1]) > 1) and shows: # (the catalogue's, in a value of theirs)
             scored.append((p, t, new))
     top = max((p for p, *_ in scored), default=None)
@@ -406,10 +408,11 @@ def check_part(label, m, kind, ctx, context, learner):
         with contextlib.suppress(Exception):
             widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
         fix = lectures(kind, ctx) if kind != 'the model' else None # (the model that holds it: checked with it)
-        return 'differs', widths + explain.batched(t.events, x, m, learner) + (explain.not_a_layer(m, e, learner) or [
+        return 'differs', widths + explain.batched(t.events, x, m, learner) + (explain.not_a_layer(m, e, learner) or explain.never_made(m, e, learner) or [
             ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, fix
     events = t.events
     said = explain.swapped(m, learner) + explain.registered(m, events)
+    said += explain.plain_weights(m, events, learner, lambda s: ctx.role_of(s) is not None)
     said += explain.eval_mode(m, [x, *rest], kwargs, learner) + explain.reseeds(m, [x, *rest], kwargs, learner)
     try:
         layouts = LAYOUTS[kind](m, ctx)
@@ -564,12 +567,16 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
             found.append(('qkv bias', None))
         if any(c.out_features == 3 * c.in_features for c in own):
             found.append(('fused qkv', made(own[0])))
+    if kind == 'fused attention' and lay['n_head'] == 1 and lay['proj'] is not None and id(m) in ctx.listed:
+        found.append(('head proj', shown('output')))
     if kind in ('Block', 'the model') and any(type(c).__name__ == 'RMSNorm' for c in m.children()):
         found.append(('rmsnorm', None))
     if kind == 'the model':
         found += [(k, None) for k in lay['structure']]
         if lay['final'] is None and stage >= 6:
             found.append(('no ln_f', shown('logits')))
+        if lay['final'] is not None and stage < 6:
+            found.append(('early ln_f', made(lay['final'])))
         if lay['pos'] is None and not lay['bigram'] and stage > 1: # (the video adds lm_head first, then positions)
             found.append(('positions', None) if ctx.positions else ('no positions', shown('tok')))
     return found

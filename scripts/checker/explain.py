@@ -38,17 +38,57 @@ def batched(events, x, m, learner):
                                 f"{axes[joined[0]]}: side by side is torch.cat(..., dim=-1)", e.at)]
     return []
 
+def assigned(m, name, learner):
+    """The line of m's __init__ that sets self.name, or None."""
+    init = getattr(type(m).__init__, '__code__', None)
+    lines = [(init.co_filename, line) for *_, line in init.co_lines() if line] if init else []
+    return next((at for at in lines if re.match(rf"self\.{name}\s*=", learner.source(at))), None)
+
 def not_a_layer(m, e, learner):
     """A value where forward calls a layer (self.sa = (n_head, head_size)): named at the line that makes it."""
-    init = getattr(type(m).__init__, '__code__', None)
-    if not isinstance(e, TypeError) or 'object is not callable' not in str(e) or init is None:
+    if not isinstance(e, TypeError) or 'object is not callable' not in str(e):
         return []
     for name, value in [(n, v) for n, v in vars(m).items() if f"'{type(v).__name__}' object" in str(e)]:
-        at = next(((init.co_filename, line) for *_, line in init.co_lines() if line and re.match(
-            rf"self\.{name}\s*=", learner.source((init.co_filename, line)))), None)
+        at = assigned(m, name, learner)
         if at:
             return [('mistake', f"`{learner.source(at)}` makes a {type(value).__name__}, not a layer: "
                                 f"{message(e)}", at)]
+    return []
+
+def lacking(m, learner):
+    """{name: line} of what m's forward reads as self.name that m has not (nor sets there): self.blocks, self.ln_f."""
+    code = getattr(type(m).forward, '__code__', None)
+    lines = sorted({(code.co_filename, line) for *_, line in code.co_lines() if line}) if code else []
+    lacks, made = {}, {n for at in lines for n in re.findall(r"\bself\.(\w+)\s*=(?!=)", learner.source(at))}
+    for at in lines:
+        for name in re.findall(r"\bself\.(\w+)", learner.source(at)):
+            if not hasattr(m, name) and name not in made:
+                lacks.setdefault(name, at)
+    return lacks
+
+def never_made(m, e, learner):
+    """The layers m's forward calls that its __init__ never makes, each at its line."""
+    if not isinstance(e, AttributeError) or 'has no attribute' not in str(e):
+        return []
+    return [('mistake', f"its forward uses `self.{name}`, which __init__ never makes", at)
+            for name, at in lacking(m, learner).items()]
+
+def plain_weights(m, events, learner, checked):
+    """Weights their forward uses that are plain tensors, not nn.Parameter (as the video's LayerNorm1d, made
+    for no nn.Module): not registered, they never train. Named in m, or in the module of its own no part is."""
+    made = {id(t) for e in events for t in e.outs} # (an output kept, self.out = ...: no weight)
+    used = {id(t) for e in events for t in tensors((e.args, e.kwargs))} - made
+    for s in [s for s in safe_modules(m) if s is m or not checked(s)]:
+        own = type(s).parameters is not nn.Module.parameters # (a parameters() of their own: meant as weights)
+        plain = [n for n, v in vars(s).items() if id(v) in used and v.is_floating_point() and (own or v.requires_grad)
+                 and not (v.dim() == 2 and bool(((v == 0) | (v == 1)).all()))] # (a mask of 0s and 1s: no weight)
+        if plain:
+            why = ': its own parameters() method is not what model.parameters() calls' if own else ''
+            names = ' and '.join(f'`{n}`' for n in plain)
+            return [('mistake', f"{names} {'is a plain tensor' if len(plain) == 1 else 'are plain tensors'}, not "
+                                f"nn.Parameter: not registered, model.parameters() misses {'them' if plain[1:] else 'it'}"
+                                f" and {'they' if plain[1:] else 'it'} never train{'s' * (not plain[1:])}{why}",
+                     assigned(s, plain[0], learner))]
     return []
 
 def swapped(m, learner):
@@ -215,7 +255,7 @@ def unused(m, args, kwargs, ctx):
     with contextlib.suppress(Exception): # (none named where it can't run backward)
         out = call(m, args, kwargs).float().nan_to_num()
         (out * torch.randn(out.shape, generator=torch.Generator().manual_seed(1))).sum().backward()
-        idle = [n for n, c in m.named_children() if {p.grad for p in c.parameters()} == {None}] # (no gradient reaches)
+        idle = [n for n, c in m.named_children() if {p.grad for p in nn.Module.parameters(c)} == {None}] # (no gradient)
         names = [n.rsplit('.', 1)[0] for n, p in m.named_parameters() if id(p) not in theirs and p.grad is None]
         return [f"`{n}`" for n in dict.fromkeys(idle + [n for n in names if n.split('.')[0] not in idle])]
     return []

@@ -260,6 +260,7 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'no norms': ('mistake', 'no LayerNorm before the attention and the feed-forward (pre-norm, 1:32:51)'),
     'one head': ('mistake', 'one head as wide as n_embd, not n_head heads of n_embd // n_head and a proj'),
     'no ln_f': ('mistake', 'no final LayerNorm (ln_f) before lm_head'),
+    'early ln_f': ('variant', 'a final LayerNorm before lm_head, which the lecture adds at stage 6 (ln_f, 1:32:51)'),
     'no positions': ('mistake', 'no position embedding'),
     'last of blocks': ('video', 'the last LayerNorm as the last of blocks, as the video from 1:32:51 (ln_f in '
                                 'the published code)'),
@@ -270,6 +271,8 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'ffwd no bias': ('variant', "no bias in the feed-forward's Linear layers (the lecture's have one)"),
     'lm_head no bias': ('variant', "no bias in lm_head (the lecture's has one)"),
     'fused qkv': ('variant', 'q, k and v from one Linear, split in three (as nanoGPT)'),
+    'head proj': ('variant', "a Linear of each head's own after wei @ v, where the lecture's Head returns wei @ v "
+                             "(and proj comes once, after the heads side by side)"),
     'kv cache': ('variant', "a cache of keys and values its forward can take, for generate (the lecture's "
                             "has none)"),
     'rmsnorm': ('variant', 'RMSNorm for LayerNorm (nn.RMSNorm)'),
@@ -291,6 +294,7 @@ class Context:
         self.settings, self.memo, self.kinds, self.inputs, self.parts = settings, {}, {}, {}, set()
         self.positions = False
         self.B, self.T, self.held = 2, None, set() # held: the modules inside a model
+        self.listed = set() # the modules in an nn.ModuleList (the heads of a MultiHeadAttention)
     def role_of(self, m):
         if id(m) not in self.memo:
             self.memo[id(m)] = None # (a module inside itself; one the checker can't make sense of)
@@ -377,6 +381,7 @@ def find_role(m, ctx):
         return None
     kids = [ctx.role_of(c) for c in m.children()]
     if isinstance(m, (nn.ModuleList, nn.ModuleDict)):
+        ctx.listed |= {id(c) for c in m.children()}
         kinds = set(kids) - {None, 'LayerNorm'}
         if 'Block' in kinds:
             return 'blocks'
@@ -465,7 +470,8 @@ def model_layouts(m, ctx):
             for kid in (c.named_children() if isinstance(c, nn.ModuleDict) else [(n, c)])]
     embeddings = [c for _, c in kids if isinstance(c, nn.Embedding)] or \
         [s for s in m.modules() if isinstance(s, nn.Embedding)]
-    head = next((c for _, c in kids[::-1] if isinstance(c, nn.Linear) and
+    tails = [c[-1] for _, c in kids if isinstance(c, nn.Sequential) and len(c)] # (lm_head as the last of blocks)
+    head = next((c for c in [c for _, c in kids[::-1]] + tails if isinstance(c, nn.Linear) and
                  c.out_features in {e.num_embeddings for e in embeddings}), None)
     tok = next((e for e in embeddings if head is None or e.num_embeddings == head.out_features), embeddings[0])
     lay = dict(tok=tok, head=head, body=[], named=[], final=None, structure=[], extra=[], call=ctx.call,
@@ -484,9 +490,10 @@ def model_layouts(m, ctx):
         listed = [b for k in ([c] if isinstance(c, SEQUENCES) else c.children()) # (or a module of theirs around it)
                   for b in (k if isinstance(k, SEQUENCES) else [k])]
         if kind == 'blocks' and not any(b is a for b in listed for a in lay['body']): # (a list in two containers: once)
-            lay['body'] += [b for b in listed if ctx.role_of(b) != 'LayerNorm']
-            if isinstance(c, nn.Sequential) and ctx.role_of(c[-1]) == 'LayerNorm':
-                lay['final'], lay['structure'] = c[-1], lay['structure'] + ['last of blocks']
+            lay['body'] += [b for b in listed if ctx.role_of(b) != 'LayerNorm' and b is not head]
+            last = [b for b in c if b is not head][-1] if isinstance(c, nn.Sequential) else None
+            if ctx.role_of(last) == 'LayerNorm':
+                lay['final'], lay['structure'] = last, lay['structure'] + ['last of blocks']
         elif kind == 'LayerNorm':
             lay['final'] = c
         elif kind in (*ATTENTIONS, 'FeedForward', 'Block'):

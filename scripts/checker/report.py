@@ -154,6 +154,8 @@ def report(learner, builder, classes, settings):
     models, stages = [p.m for p in rep.parts if p.kind == 'the model' and not no_forward(p.m)], {} # (its latest's)
     others = [b for b, _ in builder.models if ctx.role_of(b) == 'the model' and not any(b is m for m in models)]
     for m in models + others: # (a model not reported, its code another's again: its parts at its stage)
+        if any(m is u for u in unrun) and explain.lacking(m, learner): # (layers it never made: no stage of theirs)
+            continue
         stage = 7 # (where its layers can't be laid out, its own line says why)
         with contextlib.suppress(Exception):
             stage = stage_of(m, 'the model', LAYOUTS['the model'](m, ctx)[0], ctx)

@@ -3,7 +3,7 @@ Step 3, running: every tensor a part makes, at the learner's line, and what each
 module of a model receives; forward and generate called by what their parameters mean; what must hold of a
 model whatever its weights.
 """
-import contextlib, functools, inspect, math
+import contextlib, functools, inspect, math, re, traceback
 
 import torch
 import torch.nn as nn
@@ -11,7 +11,7 @@ from torch.overrides import TorchFunctionMode
 
 from checker.build import safe_modules
 from checker.lecture import MEANING, norm, out_of, vocab
-from checker.load import NOTEBOOK, message
+from checker.load import NOTEBOOK, OURS, message
 
 def tensors(tree):
     """The tensors in nested tuples, lists and dicts."""
@@ -221,6 +221,9 @@ def sampling(m, block, learner):
             if new == 3 and isinstance(out, Yielded):
                 said.append(('variant', "generate yields as it goes (a Python generator), where the lecture's "
                                         "returns idx whole"))
+            if new == 3 and type(out) is list and len(out) == new:
+                said.append(('variant', "generate returns a Python list of the new tokens, where the lecture's returns "
+                                        "idx with them, a (B, T + max_new_tokens) tensor"))
             if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
@@ -240,8 +243,10 @@ def sampling(m, block, learner):
             if set(lengths) == {1} and alone: # (a bigram: the last token is all it reads)
                 held = 'generate feeds the last token only, all that the model reads'
             elif lengths not in (cropped, grown) and set(lengths) == {start}:
-                said.append(('mistake', "generate feeds the model the prompt's length only: the context never "
-                             "grows (keep idx whole; crop what the model gets to the last block_size)"))
+                kept = next((f" ({learner.place(at)}: `{learner.source(at)}`)" for at, *_ in cats[::-1] if at and
+                             re.search(r'cat\(.*\)\s*\[', learner.source(at))), '') # (appends, then drops the first)
+                said.append(('mistake', f"generate feeds the model the prompt's length only: the context never "
+                             f"grows{kept}: keep idx whole, and crop what the model gets to the last block_size"))
             elif lengths not in (cropped, grown):
                 said.append(('mistake', f"generate feeds the model {lengths} tokens from a prompt of {start}: it "
                                         f"should grow by one to block_size{appends}"))
@@ -293,6 +298,18 @@ def likeliest(fed, V):
     """For each of the model's logits (B, T, vocab) fed, its first row's likeliest last token."""
     return [by_position(f, V)[0, -1].argmax() for f in map(out_of, fed)
             if isinstance(f, torch.Tensor) and f.dim() == 3]
+
+def reshaped(e):
+    """Words for a view or reshape by the settings (batch_size * block_size), not by the tensor's own shape, that
+    raises on another batch; else None."""
+    theirs = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(OURS)]
+    line = (theirs[-1:] or [None])[0]
+    text = line.line if line is not None and 'is invalid for input of size' in str(e) else ''
+    sizes = [n for n in re.findall(r'\w+', text) if 'batch' in n.lower() or MEANING.get(norm(n)) == 'block_size']
+    if not re.search(r'\.(view|reshape)\(', text) or not sizes:
+        return None
+    return (f"`{text.strip()}` reshapes by the settings ({', '.join(dict.fromkeys(sizes))}), not by the tensor's own "
+            f"shape, so any other batch raises ({message(e)}); the lecture: B, T, C = logits.shape, then view(B*T, C)")
 
 def tempered(probs, fed, V, learner):
     """What generate samples from, beside the softmax of the last logits: the same, one with a temperature (a
@@ -382,7 +399,7 @@ def invariants(m, T, learner, block):
             if beside is not None:
                 del m.generate
     except Exception as e: # the model itself fails: its own line says where
-        return [('mistake', f"running it raised {message(e)}")], None
+        return [('mistake', reshaped(e) or f"running it raised {message(e)}")], None
     loss = loss if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
     # (at init: about ln V, give or take its noise)
     if loss is not None and not math.log(V) - 0.25 < loss.item() < math.log(V) + 1:

@@ -48,6 +48,7 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             'pip install', 'not written yet', "can't build", 'building it builds', 'left out', 'no model of yours uses',
             'a bias by distance added to the affinities', 'positions from the attention', 'samples at a temperature',
             'with the same odds', "odds that aren't the softmax", 'returns a Python list', 'plain tensors, not',
+            'that hold a share of the odds (top-p', 'changes the odds of 1 of the tokens',
             'which __init__ never makes', 'reshapes by the settings']
 
 
@@ -1228,16 +1229,27 @@ SAMPLED = [
     ('F.softmax(logits[:, -1, :], dim=0)', "differs: generate samples every token with the same odds, whatever the "
      "logits (line 85: "), # (over the batch: of one prompt, all 1)
     ('torch.sigmoid(logits[:, -1, :])', "differs: generate samples from odds that aren't the softmax of the last "
-     "position's logits (line 85: ")]
+     "position's logits (line 85: "),
+    ('F.softmax(logits[:, -1, :] - 0.5 * F.one_hot(idx[:, -1], logits.shape[-1]), dim=-1)', "matches stage 6 (LayerNorm, "
+     "1:32:51): a variant, generate changes the odds of 1 of the tokens before it samples (a repetition penalty?)"),
+    ("F.softmax((lambda l: l.masked_fill(l < l.topk(5).values[:, -1:], float('-inf')))(logits[:, -1, :] / 0.7), -1)",
+     "matches stage 6 (LayerNorm, 1:32:51): a variant, generate samples at a temperature of 0.7 (line 85: "),
+    ("F.softmax(logits[:, -1, :], dim=-1).sort(descending=True)\n            cut = probs.values.masked_fill(probs.values"
+     ".cumsum(-1) - probs.values > 0.9, 0)\n            probs = probs.indices.gather(-1, torch.multinomial(cut, 1))\n"
+     "            idx = torch.cat((idx, probs), dim=1)\n            probs = probs", "matches stage 6 (LayerNorm, 1:32:51): "
+     "a variant, generate samples among the likeliest tokens that hold a share of the odds (top-p, here ")]
 
 
 @pytest.mark.parametrize('probs, said', SAMPLED)
 def test_what_generate_samples_from_is_measured_against_the_softmax_of_the_last_logits(probs, said, tmp_path, capsys):
     """The odds generate hands torch.multinomial, beside softmax(logits[:, -1, :]): the same at another temperature
-    (a variant, its value given), the same for every token, or none of these (mistakes, at their line)."""
+    (a variant, its value given), the same for every token, or none of these (mistakes, at their line); a few tokens'
+    odds changed, top-k at a temperature, top-p from the sorted odds (variants)."""
     import check
     with open(os.path.join(LEARNERS, 'batched_4d.py'), encoding='utf-8') as f:
         text = f.read().replace('F.softmax(logits[:, -1, :], dim=-1)', probs)
+    if 'gather' in probs: # (top-p: an index into the sorted odds, its token appended already)
+        text = text.replace('            idx = torch.cat((idx, torch.multinomial(probs, 1)), dim=1)\n', '', 1)
     (tmp_path / 'mine.py').write_text(text)
     kernel = {'__name__': '__main__'}
     exec(compile(text, str(tmp_path / 'mine.py'), 'exec'), kernel)

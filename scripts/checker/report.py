@@ -14,7 +14,7 @@ from checker.compare import Finding, check_part
 from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
                              vocab)
 from checker.load import CantCheck, Missing, StandIn, message
-from checker.run import capture, invariants, logits_of, runs_at
+from checker.run import capture, invariants, raised_at, runs_at
 
 NOISE = 0.05 # added to every weight before comparing: no two layers alike (two LayerNorms are, at init)
 ORDER = ['LayerNorm', *ATTENTIONS, 'FeedForward', 'Block', 'the model'] # the parts, in the report's order
@@ -118,17 +118,6 @@ def held(part):
         said.append(f"loss at init {loss.item():.2f} (about ln {V} = {math.log(V):.2f} expected)")
     return ', '.join(["the past never hears the future, batch rows never talk", *said])
 
-def fails(m, T, learner):
-    """Whether their model's own code raises, run on T tokens (a package that isn't installed: not theirs)."""
-    try:
-        with torch.no_grad():
-            logits_of(m.eval(), torch.randint(vocab(m), (2, T)))
-    except Missing:
-        return False
-    except Exception as e:
-        return learner.raised(e)
-    return False
-
 def report(learner, builder, classes, settings):
     built = versions(builder.instances(classes, settings), builder)
     StandIn.loading, ctx, rep = False, Context(settings), Report(learner, builder)
@@ -142,7 +131,8 @@ def report(learner, builder, classes, settings):
         ctx.T = None # (a model that works at its block_size only: checked there)
     ctx.held = {id(s) for m in roots if ctx.role_of(m) == 'the model' for s in safe_modules(m)[1:]}
     theirs = [m for m in roots if ctx.role_of(m) == 'the model' and any(m is b for b, _ in builder.models)]
-    unrun = [m for m in theirs if fails(m, ctx.T or block_size(m, settings), learner)] # (not one the checker guessed)
+    raised = [(m, raised_at(m, ctx.T or block_size(m, settings))) for m in theirs] # (not one the checker guessed;
+    unrun = [m for m, e in raised if e is not None and not isinstance(e, Missing) and learner.raised(e)] # nor a package)
     broken = bool(builder.failed or unrun or any(getattr(m, 'theirs', False) for m in built.values()))
     for m in roots:
         torch.default_generator.manual_seed(0)

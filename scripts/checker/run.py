@@ -145,9 +145,16 @@ def generate(m, idx, n, block=None):
             errors.append(e)
     return None, errors[0], True
 
-def runs_at(m, T):
-    with contextlib.suppress(Exception), torch.no_grad():
-        return logits_of(m.eval(), torch.randint(vocab(m), (2, T))) is not None
+def raised_at(m, T):
+    """What their model raises, run on T tokens; None: it runs."""
+    try:
+        with torch.no_grad():
+            logits_of(m.eval(), torch.randint(vocab(m), (2, T)))
+    except Exception as e:
+        return e
+    return None
+
+runs_at = lambda m, T: raised_at(m, T) is None
 
 def failed(m, e, lengths, start, block):
     """Where generate failed: past block_size (idx not cropped), or on fewer tokens than the model runs on."""
@@ -171,11 +178,13 @@ def sampling(m, block, learner):
         fed.append(forward(*args, **kwargs))
         return fed[-1]
     m.forward = watched
-    V, topk = vocab(m), set() # topk: how many tokens it samples among, where not all V
+    V, topk = vocab(m), [] # topk: how many tokens it samples among, where not all V
     def sampled(*args, **kwargs): # (multinomial(probs, 1) or multinomial(input=probs, num_samples=1))
         p, token = (args or [kwargs.get('input')])[0], multinomial(*args, **kwargs)
+        row = p.reshape(-1, p.shape[-1])[0]
         if p.shape[-1] < V or (p == 0).any(): # (among the top k: an index into them, or a token of them)
-            topk.add(int((p.reshape(-1, p.shape[-1])[0] > 0).sum()))
+            topk.append(int((row > 0).sum()))
+        if p.shape[-1] < V or bool((row[:-1] >= row[1:]).all() and row[0] > row[-1]): # (sorted: top-p's index)
             return token
         probs.append((p, learner.line()))
         drawn.append(token)
@@ -289,7 +298,10 @@ def sampling(m, block, learner):
                                 f"(logits[:, -1, :]){at}"))
     else:
         said += odds
-    if topk:
+    if len(set(topk)) > 1: # (a count that changes with the odds: top-p)
+        said.append(('variant', f"generate samples among the likeliest tokens that hold a share of the odds (top-p, "
+                                f"here {min(topk)} to {max(topk)} tokens), where the lecture samples among all {V}"))
+    elif topk:
         said.append(('variant', f"generate samples among the {min(topk)} likeliest tokens (top-k), where the "
                                 f"lecture samples among all {V}"))
     return list(dict.fromkeys(said)) + [('held', held)]
@@ -316,18 +328,25 @@ def tempered(probs, fed, V, learner):
     variant), or the same odds for every token (a mistake)."""
     p, at = probs[0]
     z = next(by_position(f, V)[0, -1].double() for f in map(out_of, fed) if isinstance(f, torch.Tensor) and f.dim() == 3)
-    logp = p.reshape(-1, V)[0].double().clamp_min(1e-300).log()
+    p = p.reshape(-1, V)[0].double()
+    z, logp = z[p > 0], p[p > 0].log() # (top-k's or top-p's tokens: those it samples among)
     z, logp = z - z.mean(), logp - logp.mean()
-    slope = float((z * logp).sum() / (z * z).sum()) # log p = z / temperature + a constant
     line = f" ({learner.place(at)}: `{learner.source(at)}`)" if at else ''
     if logp.abs().max() < 1e-4:
         return [('mistake', f"generate samples every token with the same odds, whatever the logits{line}, where "
                             "the lecture samples from softmax(logits[:, -1, :], dim=-1)")]
-    off = float((logp - slope * z).abs().max())
-    if off > 0.05:
+    fits = torch.ones_like(z, dtype=torch.bool)
+    for within in (1e-1, 1e-2, 1e-3): # log p = z / temperature + a constant, on the tokens that fit it
+        slope = float((z[fits] * logp[fits]).sum() / (z[fits] ** 2).sum().clamp_min(1e-12))
+        shift = float((logp - slope * z)[fits].median())
+        fits = (logp - slope * z - shift).abs() < within
+    if fits.float().mean() < 0.9:
         return [('mistake', f"generate samples from odds that aren't the softmax of the last position's logits"
                             f"{line}, where the lecture samples from softmax(logits[:, -1, :], dim=-1)")]
-    if off > 1e-3 or abs(slope - 1) < 1e-3:
+    if not fits.all():
+        return [('variant', f"generate changes the odds of {int((~fits).sum())} of the tokens before it samples (a "
+                            f"repetition penalty?){line}, where the lecture samples from the logits as they are")]
+    if abs(slope - 1) < 1e-3:
         return []
     return [('variant', f"generate samples at a temperature of {1 / slope:.3g}{line}, where the lecture "
                         "samples at 1, from the softmax of the logits as they are")]

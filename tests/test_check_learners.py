@@ -49,7 +49,9 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             'a bias by distance added to the affinities', 'positions from the attention', 'samples at a temperature',
             'with the same odds', "odds that aren't the softmax", 'returns a Python list', 'plain tensors, not',
             'that hold a share of the odds (top-p', 'changes the odds of 1 of the tokens',
-            'which __init__ never makes', 'reshapes by the settings']
+            'which __init__ never makes', 'reshapes by the settings', 'gives torch.sqrt a Python int',
+            'fed one token at a time', 'new tokens when asked for',
+            'takes temperature (as nanoGPT)']
 
 
 def named_in_a_test():
@@ -1266,19 +1268,39 @@ OWN_LAYERS = [
      "differs: `logits = logits.view(batch_size*block_size, C)` reshapes by the settings (batch_size, block_size), "
      "not by the tensor's own shape, so any other batch raises"),
     ([('self.sa_head = Head(n_embd)', 'self.sa_heads = Head(n_embd)')], "differs: line 63: its forward uses "
-     "`self.sa_head`, which __init__ never makes")]
+     "`self.sa_head`, which __init__ never makes"),
+    ([('k.transpose(-2, -1) * C**-0.5', 'k.T(-2, -1) * (1 / torch.sqrt(C))')], "differs: `wei = q @ k.T(-2, -1) * (1 / "
+     "torch.sqrt(C))` gives torch.sqrt a Python int, where it takes a tensor: math.sqrt is meant"), # (.T(: a slip)
+    ([('out = wei @ v', 'out = (wei @ v).reshape(batch_size, block_size, C)')], "differs: `out = (wei @ v).reshape("
+     "batch_size, block_size, C)` reshapes by the settings (batch_size, block_size)"), # (in the Head)
+    ([('\nmodel = BigramLanguageModel()', '\nfrom mypackage.models import BigramLanguageModel\nmodel = '
+       'BigramLanguageModel()')], 'matches stage 2 (one self-attention head, 1:02:00)'), # (theirs, not a stand-in)
+    ([('        self.token_embedding_table = nn.Embedding(vocab_size, n_embd)\n        self.position_embedding_table = '
+       'nn.Embedding(block_size, n_embd)', '        self.position_embedding_table = nn.Embedding(block_size, n_embd)\n'
+       '        self.token_embedding_table = nn.Embedding(vocab_size, n_embd)')], # (the vocabulary: lm_head's, not 8)
+     'matches stage 2 (one self-attention head, 1:02:00); the past never hears the future'),
+    ([('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens, temperature=1.0):')],
+     'matches stage 2 (one self-attention head, 1:02:00): a variant, generate takes temperature (as nanoGPT), which '
+     "the lecture's has not"), # (at its default: as the lecture's)
+]
 
 
 @pytest.mark.parametrize('changes, said', OWN_LAYERS)
 def test_a_models_own_layers_and_shapes_are_named_where_they_leave_the_lectures(changes, said, tmp_path):
     """A LayerNorm before lm_head at stage 2 (a variant: the lecture's comes at stage 6); a view by the settings, which
     raises on any batch but the training's; a layer forward calls that __init__ never made (the model then is at no
-    stage: the summary is of gpt.py's parts)."""
+    stage: the summary is of gpt.py's parts); k.T(-2, -1) run as transpose (a slip), then torch.sqrt of an int; their
+    class imported again from a package that isn't here: theirs is checked."""
     import check
     text = open(os.path.join(LEARNERS, 'stage2_one_head.py'), encoding='utf-8').read()
     for old, new in changes:
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     (tmp_path / 'mine.py').write_text(text)
-    said_here = parts('\n'.join(check.checked(str(tmp_path / 'mine.py')).lines))['BigramLanguageModel']
-    assert said_here.startswith(said) or said.startswith('stage') and said in said_here, said_here
+    lines = check.checked(str(tmp_path / 'mine.py')).lines
+    said_here = parts('\n'.join(lines))['Head' if said.startswith(('differs: `wei', 'differs: `out')) else
+                                         'BigramLanguageModel']
+    assert said_here.startswith(said) or said.startswith('stage') and said in said_here, lines
+    assert 'stage 1' not in lines[-1] and 'never runs it' not in '\n'.join(lines) # (a model that can't run: at none)
+    if 'k.T(' in text:
+        assert "line 41: `wei = q @ k.T(-2, -1) * (1 / torch.sqrt(C))`: .T(-2, -1) calls the transposed tensor" in lines[0]

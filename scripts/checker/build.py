@@ -326,6 +326,17 @@ def runs_alone(m, settings):
 def code_lines(cls):
     return {(code.co_filename, line) for code in codes(cls) for *_, line in code.co_lines()}
 
+def reached(m):
+    """m's modules, and those in plain lists, tuples or dicts of theirs (not registered, but run)."""
+    found = {}
+    for s in safe_modules(m):
+        found.setdefault(id(s), s)
+        for v in vars(s).values():
+            items = list(v.values()) if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else []
+            for c in [c for c in items if isinstance(c, nn.Module) and id(c) not in found]:
+                found.update({id(d): d for d in reached(c)})
+    return list(found.values())
+
 def safe_modules(m):
     try:
         return list(m.modules())

@@ -13,7 +13,7 @@ from checker.explain import SDPA # PyTorch's attention: the scale, the mask and 
 from checker.lecture import (ACTIVATIONS, ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP,
                              STRUCTURE, Steps, layers, out_of, places, stage_of, width)
 from checker.load import Missing, message
-from checker.run import Trace, call, tensors
+from checker.run import Trace, call, reshaped, tensors
 
 TOL = 1e-4 # relative: the same math in another order differs by about 1e-6; a mistake, by far more
 ALIBI = 'a bias by distance added to the affinities (ALiBi), for a position table'
@@ -403,13 +403,14 @@ def check_part(label, m, kind, ctx, context, learner):
         if id(m) not in ctx.inputs and id(m) not in ctx.held: # built alone: the guess may be what failed
             return 'cant', [('cant', f"can't be checked alone: no model of yours holds it, and built as the "
                              f"checker guessed, it raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
-        unrun = '' if id(m) in ctx.inputs else 'your model holds it but never runs it; run, it '
+        unrun = 'your model holds it but never runs it; run, it ' if id(m) not in ctx.inputs and ctx.ran else ''
         widths = [] # (heads too narrow for proj: why it raises)
         with contextlib.suppress(Exception):
             widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
         fix = lectures(kind, ctx) if kind != 'the model' else None # (the model that holds it: checked with it)
-        return 'differs', widths + explain.batched(t.events, x, m, learner) + (explain.not_a_layer(m, e, learner) or explain.never_made(m, e, learner) or [
-            ('mistake', f"{unrun}raised on {tuple(x.shape)}: {message(e)}", None)]), 7, fix
+        words = reshaped(e) or f"{unrun}raised on {tuple(x.shape)}: {message(e)}"
+        named = explain.not_a_layer(m, e, learner) or explain.never_made(m, e, learner) or [('mistake', words, None)]
+        return 'differs', widths + explain.batched(t.events, x, m, learner) + named, 7, fix
     events = t.events
     said = explain.swapped(m, learner) + explain.registered(m, events)
     said += explain.plain_weights(m, events, learner, lambda s: ctx.role_of(s) is not None)

@@ -160,8 +160,8 @@ def registered(m, events):
         held, at = next((n for n, v in vars(m).items() if holds(v)), None), module.__dict__.get('_made_at')
         if held:
             return [('mistake', f"`{held}` is a plain Python {type(vars(m)[held]).__name__}: the "
-                     "modules in it are not registered, so model.parameters() misses them and they never train "
-                     "(nn.ModuleList registers them)", at)]
+                     "modules in it are not registered, so model.parameters() misses them and they never train, "
+                     "and model.eval() never reaches them (nn.ModuleList registers them)", at)]
         if any(holds(v) for s in safe_modules(m) for v in vars(s).values()):
             continue
         if at in mine:
@@ -226,6 +226,12 @@ def eval_mode(m, args, kwargs, learner):
     if at is None and drawn is not None: # (noise made in forward: torch.randn(B, T, C))
         return [('mistake', f"`{learner.source(drawn.at)}` draws random numbers (torch.{drawn.name}) while it runs: "
                  "the same input gives another output each time", drawn.at)]
+    inside = {id(s) for s in safe_modules(m)}
+    if any(isinstance(e.module, nn.Dropout) and id(e.module) not in inside for e in t.events): # (in a plain list:
+        if not [v for v in vars(m).values() if isinstance(v, (list, tuple, dict))]: # named where it is held)
+            return []
+        return [('mistake', "in eval mode its dropout still acts: it sits in modules that are not registered, which "
+                            "model.eval() never reaches (nn.ModuleList registers them)", at)]
     if sdpa:
         fix = "F.scaled_dot_product_attention's dropout_p: pass dropout_p=self.dropout if self.training else 0"
     else:

@@ -284,7 +284,12 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
 
 layers = lambda m, kind: [(n, c) for n, c in m.named_children() if isinstance(c, kind)]
 n_heads = lambda m: next((v for k, v in vars(m).items() if MEANING.get(norm(k)) == 'n_head' and type(v) is int), None)
-vocab = lambda m: next(e.num_embeddings for e in m.modules() if isinstance(e, nn.Embedding))
+def vocab(m):
+    """The vocabulary's size: the rows of the token table (the Embedding as large as a Linear's output: lm_head's),
+    else of the first Embedding."""
+    tables = [e.num_embeddings for e in m.modules() if isinstance(e, nn.Embedding)]
+    outs = {s.out_features for s in m.modules() if isinstance(s, nn.Linear)}
+    return next((n for n in tables if n in outs), tables[0])
 has = lambda m, kind: any(isinstance(s, kind) for s in m.modules())
 
 class Context:
@@ -295,6 +300,7 @@ class Context:
         self.positions = False
         self.B, self.T, self.held = 2, None, set() # held: the modules inside a model
         self.listed = set() # the modules in an nn.ModuleList (the heads of a MultiHeadAttention)
+        self.ran = set() # the models that ran through
     def role_of(self, m):
         if id(m) not in self.memo:
             self.memo[id(m)] = None # (a module inside itself; one the checker can't make sense of)

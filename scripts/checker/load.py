@@ -86,9 +86,13 @@ def import_(node, learner, names, where):
     if getattr(node, 'level', 0) == 1 and not names.get('__package__'): # from .model import GPT: the file beside
         node = ast.copy_location(ast.ImportFrom(node.module, node.names, 0) if node.module else ast.Import(node.names),
                                  node)
+    before = {k: v for k, v in names.items() if isinstance(v, type)}
     for _ in range(20):
         try:
-            return run([node], where, names)
+            run([node], where, names)
+            for k in [k for k, v in names.items() if isinstance(v, StandIn) and k in before]: # (their class, from a
+                names[k] = before[k] # package not here: the one the notebook defined stays)
+            return
         except ModuleNotFoundError as e:
             top = (e.name or '.').split('.')[0]
             if not e.name or not isinstance(sys.modules.get(top), StandInModule) and importlib.util.find_spec(top):
@@ -132,6 +136,12 @@ def mended(node, learner, where):
                  and isinstance(n.func.value, ast.Name) and n.func.value.id == 'super']:
         call.func.value = ast.copy_location(ast.Call(ast.Name('super', ast.Load()), [], []), call.func.value)
         words = "super.__init__ calls super without its (): super().__init__() is meant; checked with it"
+        learner.notes.setdefault('slips', []).append(((where, call.lineno), words))
+    for call in [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == 'T' and len(n.args) == 2]: # (k.T(-2, -1): the transposed tensor, called)
+        call.func.attr = 'transpose'
+        words = ".T(-2, -1) calls the transposed tensor, which is no function: .transpose(-2, -1) is meant; " \
+                "checked with it"
         learner.notes.setdefault('slips', []).append(((where, call.lineno), words))
     return node
 

@@ -8,7 +8,7 @@ import ast, contextlib, math, re
 import torch
 import torch.nn as nn
 
-from checker.build import Settings, classes_of, code_lines, meaning, put_back, safe_modules, supply
+from checker.build import Settings, classes_of, code_lines, meaning, put_back, reached, safe_modules, supply
 from checker import explain
 from checker.compare import Finding, check_part
 from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
@@ -174,7 +174,7 @@ def report(learner, builder, classes, settings):
         if part.status == 'cant' and id(part.m) not in ctx.inputs and models and not any(
                 'pip install' in f.words for f in part.findings):
             part.status = 'skip' # no model holds it, and alone it can't be built or run: their model is what counts
-        for s in [s for r in roots for s in safe_modules(r) if fix and (s is part.m or type(s) is type(part.m) !=
+        for s in [s for r in roots for s in reached(r) if fix and (s is part.m or type(s) is type(part.m) !=
                                                                         nn.Sequential)]:
             with contextlib.suppress(Exception): # (one that can't be computed as the lecture's is checked as it is)
                 s.forward, fixed[id(s)] = fix(s), part.label

@@ -67,6 +67,7 @@ def capture(m, ctx):
     with contextlib.suppress(Exception), torch.no_grad(): # (a model that fails: its own line says why, later)
         (x, *_), kwargs = ctx.example(m)
         logits_of(m.eval(), x) if x.dtype == torch.long else m(x, **kwargs)
+        ctx.ran.add(id(m)) # (run through: what it holds and never got, it never runs)
     for h in hooks:
         h.remove()
     if x is not None and x.dtype == torch.long: # a model's input: its tokens, not the targets logits_of passed
@@ -122,9 +123,10 @@ def generate(m, idx, n, block=None):
                 name = norm(p.name)
                 first = i == 0 and p.default is p.empty and first_is_idx and (
                     not counts(name) or prompt is text)
-                if name in IDX or first: # (generate(first_char, n))
+                count = p.annotation is int or type(p.default) is int # (tokens: int = 1, a count)
+                if (name in IDX or first) and not count: # (generate(first_char, n))
                     kwargs[p.name], first_is_idx = prompt, False
-                elif counts(name) or p.annotation is int and p.default is p.empty:
+                elif counts(name) or count and p.default is p.empty or name in IDX and count:
                     kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
@@ -160,6 +162,9 @@ def failed(m, e, lengths, start, block):
     """Where generate failed: past block_size (idx not cropped), or on fewer tokens than the model runs on."""
     if 'out of range' in str(e) and max(lengths) > block:
         return ' past block_size (crop idx to the last block_size)'
+    if 'out of range' in str(e) and lengths and start + len(lengths) - 1 > block: # (a cache: a token at a time)
+        return (f" past block_size: fed one token at a time, its positions pass the {block} of the position table "
+                "(crop, or start the cache again, at block_size)")
     if lengths and not runs_at(m, lengths[-1]) and runs_at(m, block): # (the model's fault, not generate's)
         return (f" from a prompt of {start}: the model runs on exactly block_size = {block} tokens only, "
                 "where the lecture's runs on any number up to it")
@@ -171,6 +176,8 @@ def sampling(m, block, learner):
     where it can); generate returns the prompt and the new tokens, sampled from the last position."""
     fed, probs, said, held, given, drawn = [], [], [], 'generate runs', [], [] # given: (what the model got, where)
     forward, multinomial, alone = m.forward, torch.multinomial, last_alone(m, block)
+    cached = any(w in p.lower() for s in safe_modules(m) for p in inspect.signature(s.forward).parameters
+                 for w in ('cache', 'past')) # (keys and values kept between calls)
     modes = [] # whether the model was in training mode at each call
     def watched(*args, **kwargs): # (self(idx) and self.forward(idx) alike)
         modes.append(m.training)
@@ -217,7 +224,8 @@ def sampling(m, block, learner):
             if e is not None:
                 if not learner.raised(e): # (the checker's call, not their code: said, never passed over)
                     return [('note', f"generate not checked: the checker can't call it ({message(e)})")]
-                return [('mistake', f"generate fails{failed(m, e, lengths, start, block)}: {message(e)}")]
+                return [*dict.fromkeys(said), ('mistake', f"generate fails{failed(m, e, lengths, start, block)}: "
+                                                          f"{message(e)}")] # (with what the shorter prompt showed)
             if new == 3 and not prompted:
                 said.append(('variant', "generate takes no prompt: it starts from a token of its own, where the "
                                         "lecture's continues the idx it is given"))
@@ -251,6 +259,8 @@ def sampling(m, block, learner):
                              f"sampled{at}: crop to the last block_size, idx[:, -block_size:]"))
             if set(lengths) == {1} and alone: # (a bigram: the last token is all it reads)
                 held = 'generate feeds the last token only, all that the model reads'
+            elif set(lengths[1:]) == {1} and cached: # (the prompt once, then each new token, beside its cache)
+                held = 'generate feeds each new token beside its cache of keys and values'
             elif lengths not in (cropped, grown) and set(lengths) == {start}:
                 kept = next((f" ({learner.place(at)}: `{learner.source(at)}`)" for at, *_ in cats[::-1] if at and
                              re.search(r'cat\(.*\)\s*\[', learner.source(at))), '') # (appends, then drops the first)
@@ -267,7 +277,10 @@ def sampling(m, block, learner):
                 said.append(('variant', "generate takes the likeliest token each step (greedy), where the "
                                         "lecture samples one (torch.multinomial)"))
             size = out.shape[-1] if isinstance(out, torch.Tensor) else start + new
-            if size not in (start + new, new) or size == new != start + new and prompted:
+            if size > start + new and prompted and not as_text and not (wrong or other or stale): # (not their result)
+                said.append(('mistake', f"generate samples {size - start} new tokens when asked for {new} (the "
+                                        "lecture's max_new_tokens counts them)"))
+            elif size not in (start + new, new) or size == new != start + new and prompted:
                 said.append(('note', f"generate returns {size} tokens for a prompt of {start} and {new} new (the "
                                      "lecture's: both)"))
         kept = len(fed), len(probs)
@@ -298,6 +311,11 @@ def sampling(m, block, learner):
                                 f"(logits[:, -1, :]){at}"))
     else:
         said += odds
+    measured = ' '.join(w for _, w in said) + ' top' * bool(topk) # (a knob whose effect is named already: once)
+    knobs = [p for p in inspect.signature(m.generate).parameters if re.search(r'temp|top_?[kp]', p.lower())
+             and not ('temp' in p.lower() and 'temperature of' in measured or 'top' in p.lower() and ' top' in measured)]
+    if knobs: # (nanoGPT's temperature and top_k, run at their defaults)
+        said.append(('variant', f"generate takes {' and '.join(knobs)} (as nanoGPT), which the lecture's has not"))
     if len(set(topk)) > 1: # (a count that changes with the odds: top-p)
         said.append(('variant', f"generate samples among the likeliest tokens that hold a share of the odds (top-p, "
                                 f"here {min(topk)} to {max(topk)} tokens), where the lecture samples among all {V}"))
@@ -312,16 +330,19 @@ def likeliest(fed, V):
             if isinstance(f, torch.Tensor) and f.dim() == 3]
 
 def reshaped(e):
-    """Words for a view or reshape by the settings (batch_size * block_size), not by the tensor's own shape, that
-    raises on another batch; else None."""
+    """Words for a raise whose cause its line shows: a view or reshape by the settings (batch_size * block_size),
+    not by the tensor's own shape; a Python number where torch takes a tensor (torch.sqrt(head_size)). Else None."""
     theirs = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(OURS)]
-    line = (theirs[-1:] or [None])[0]
-    text = line.line if line is not None and 'is invalid for input of size' in str(e) else ''
+    text = theirs[-1].line.strip() if theirs and theirs[-1].line else ''
+    number = re.match(r"(\w+)\(\): argument '\w+' \(position \d\) must be Tensor, not (int|float)", str(e))
+    if number and f'{number[1]}(' in text:
+        return (f"`{text}` gives torch.{number[1]} a Python {number[2]}, where it takes a tensor: math.{number[1]}"
+                f" is meant ({message(e)})")
     sizes = [n for n in re.findall(r'\w+', text) if 'batch' in n.lower() or MEANING.get(norm(n)) == 'block_size']
-    if not re.search(r'\.(view|reshape)\(', text) or not sizes:
+    if 'is invalid for input of size' not in str(e) or not re.search(r'\.(view|reshape)\(', text) or not sizes:
         return None
-    return (f"`{text.strip()}` reshapes by the settings ({', '.join(dict.fromkeys(sizes))}), not by the tensor's own "
-            f"shape, so any other batch raises ({message(e)}); the lecture: B, T, C = logits.shape, then view(B*T, C)")
+    return (f"`{text}` reshapes by the settings ({', '.join(dict.fromkeys(sizes))}), not by the tensor's own "
+            f"shape, so any other batch raises ({message(e)}); the lecture takes B, T, C from the tensor's shape")
 
 def tempered(probs, fed, V, learner):
     """What generate samples from, beside the softmax of the last logits: the same, one with a temperature (a

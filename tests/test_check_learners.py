@@ -51,7 +51,7 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             'that hold a share of the odds (top-p', 'changes the odds of 1 of the tokens',
             'which __init__ never makes', 'reshapes by the settings', 'gives torch.sqrt a Python int',
             'fed one token at a time', 'new tokens when asked for',
-            'takes temperature (as nanoGPT)']
+            'takes temperature (as nanoGPT)', 'defaults to 4, where the model', 'as a 1-D tensor']
 
 
 def named_in_a_test():
@@ -1279,6 +1279,14 @@ OWN_LAYERS = [
        'nn.Embedding(block_size, n_embd)', '        self.position_embedding_table = nn.Embedding(block_size, n_embd)\n'
        '        self.token_embedding_table = nn.Embedding(vocab_size, n_embd)')], # (the vocabulary: lm_head's, not 8)
      'matches stage 2 (one self-attention head, 1:02:00); the past never hears the future'),
+    ([('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens, block_size=4):')],
+     "differs: generate's block_size defaults to 4, where the model's block_size is 8: called without it, generate "
+     "feeds the model 4 tokens at most; otherwise it matches stage 2"), # (the checker gives it 8: it runs as meant)
+    ([('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens):\n        idx = idx[None]')],
+     "matches stage 2 (one self-attention head, 1:02:00): a variant, generate takes one prompt as a 1-D tensor, where "
+     "the lecture's takes a (B, T) tensor of prompts"), # (given (1, T), it feeds the model (1, 1, T): tried with (T,))
+    ([('vocab_size = len(chars)', 'import mytokenizer\nvocab_size = mytokenizer.vocab_size')], # (a package not here)
+     'matches stage 2 (one self-attention head, 1:02:00)'), # (its vocab_size: the lecture's 65, not the stand-in)
     ([('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens, temperature=1.0):')],
      'matches stage 2 (one self-attention head, 1:02:00): a variant, generate takes temperature (as nanoGPT), which '
      "the lecture's has not"), # (at its default: as the lecture's)

@@ -163,8 +163,8 @@ def supply(classes, settings, supplied):
         loads = [i for c in codes(cls) for i in dis.get_instructions(c) if i.opname == 'LOAD_GLOBAL']
         called = {i.argval for i in loads if 'NULL' in i.argrepr} # (Block(...): a class, never a setting)
         for name in {i.argval for i in loads}:
-            unset = name not in scope or meaning(name) == 'device' or scope[name] in (None, 0) or (
-                name in DATA and scope[name] in ({}, [], ''))
+            unset = name not in scope or meaning(name) == 'device' or isinstance(scope[name], StandIn) or (
+                scope[name] in (None, 0) or name in DATA and scope[name] in ({}, [], '')) # (StandIn: a package's)
             if (meaning(name) and name not in called or name in DATA) and unset and (id(scope), name) not in seen and \
                     not hasattr(builtins, name):
                 seen.add((id(scope), name))

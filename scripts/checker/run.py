@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
-from checker.build import safe_modules
+from checker.build import meaning, safe_modules
 from checker.lecture import MEANING, norm, out_of, vocab
 from checker.load import NOTEBOOK, OURS, message
 
@@ -115,7 +115,8 @@ def generate(m, idx, n, block=None):
     whether it took idx, 'text')."""
     errors, text = [], '\n' * idx.shape[1] if len(idx) == 1 else None
     array = idx[0].numpy() if len(idx) == 1 else None # (a generate that takes a NumPy array)
-    tries = [(idx, True), (idx, False)] + [(p, True) for p in (text, array) if p is not None]
+    row = idx[0] if len(idx) == 1 else None # (or one prompt as a 1-D tensor)
+    tries = [(idx, True), (idx, False)] + [(p, True) for p in (row, text, array) if p is not None]
     for prompt, first_is_idx in tries:
         kwargs, params = {}, inspect.signature(m.generate).parameters.values()
         try:
@@ -126,19 +127,30 @@ def generate(m, idx, n, block=None):
                 count = p.annotation is int or type(p.default) is int # (tokens: int = 1, a count)
                 if (name in IDX or first) and not count: # (generate(first_char, n))
                     kwargs[p.name], first_is_idx = prompt, False
+                elif meaning(p.name) == 'block_size' and 'block' in name and block: # (max_block_size: no count)
+                    kwargs[p.name] = block
                 elif counts(name) or count and p.default is p.empty or name in IDX and count:
                     kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
-                elif MEANING.get(name) == 'block_size' and block and p.default is p.empty:
-                    kwargs[p.name] = block
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
             kind = True # (idx itself)
-            if prompt is text or prompt is array:
-                kind = 'text' if prompt is text else 'array'
+            if prompt is text or prompt is array or prompt is row:
+                kind = 'text' if prompt is text else 'array' if prompt is array else 'row'
             took = any(v is prompt for v in kwargs.values()) and kind
-            out = m.generate(**kwargs)
+            forward, own = m.forward, vars(m).get('forward')
+            def fed(*a, **k): # (their prompt taken apart another way than (B, T): the next try)
+                if tensors((a, k)) and tensors((a, k))[0].dim() != 2 and prompt is not array:
+                    raise ValueError(f"generate fed the model a {tensors((a, k))[0].dim()}-D tensor")
+                return forward(*a, **k)
+            m.forward = fed
+            try:
+                out = m.generate(**kwargs)
+            finally:
+                del m.forward
+                if own is not None:
+                    m.forward = own
             out = Yielded(out) if inspect.isgenerator(out) else out # (run to its end)
             if prompt is array and isinstance(out, (list, type(array))): # (its tokens back as a list or an array)
                 out = torch.as_tensor(out).reshape(1, -1)
@@ -215,7 +227,7 @@ def sampling(m, block, learner):
             (start, new), given[:], drawn[:], before = phases.pop(0), [], [], len(fed)
             with torch.no_grad():
                 out, e, prompted = generate(m.eval(), torch.zeros(1, start, dtype=torch.long), new, block)
-                as_text = prompted in ('text', 'array') # (one prompt, not a batch)
+                as_text = prompted in ('text', 'array', 'row') # (one prompt, not a batch)
             lengths = [x.shape[-1] for x, _ in given]
             if len(lengths) == new + 1 and lengths[:2] == [start, start]: # (the prompt run first: harmless)
                 del given[0], fed[before], lengths[0]
@@ -232,9 +244,10 @@ def sampling(m, block, learner):
                 if len(lengths) != new: # (its count takes in the token it starts from)
                     said.append(('variant', f"generate samples {len(lengths)} tokens when asked for {new}: its "
                                             "count is of all it returns, where the lecture's counts the new ones"))
-            if new == 3 and prompted == 'array':
-                said.append(('variant', "generate takes one prompt as a NumPy array, where the lecture's takes a "
-                                        "(B, T) tensor of prompts"))
+            if new == 3 and prompted in ('array', 'row'):
+                one = 'NumPy array' if prompted == 'array' else '1-D tensor'
+                said.append(('variant', f"generate takes one prompt as a {one}, where the lecture's takes a (B, T) "
+                                        "tensor of prompts"))
             if new == 3 and isinstance(out, Yielded):
                 said.append(('variant', "generate yields as it goes (a Python generator), where the lecture's "
                                         "returns idx whole"))
@@ -314,6 +327,10 @@ def sampling(m, block, learner):
     measured = ' '.join(w for _, w in said) + ' top' * bool(topk) # (a knob whose effect is named already: once)
     knobs = [p for p in inspect.signature(m.generate).parameters if re.search(r'temp|top_?[kp]', p.lower())
              and not ('temp' in p.lower() and 'temperature of' in measured or 'top' in p.lower() and ' top' in measured)]
+    for p in inspect.signature(m.generate).parameters.values(): # (a context length of its own, smaller)
+        if meaning(p.name) == 'block_size' and 'block' in norm(p.name) and type(p.default) is int and p.default < block:
+            said.append(('mistake', f"generate's {p.name} defaults to {p.default}, where the model's block_size is "
+                                    f"{block}: called without it, generate feeds the model {p.default} tokens at most"))
     if knobs: # (nanoGPT's temperature and top_k, run at their defaults)
         said.append(('variant', f"generate takes {' and '.join(knobs)} (as nanoGPT), which the lecture's has not"))
     if len(set(topk)) > 1: # (a count that changes with the odds: top-p)

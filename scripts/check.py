@@ -21,16 +21,17 @@ from checker.load import NOTEBOOK, CantCheck, Learner, Siblings, StandInModule, 
 from checker.report import check
 
 class OnCPU(TorchFunctionMode):
-    """Tensors their code puts on a GPU ('cuda', 'mps') made on the CPU, where the checker runs."""
+    """Tensors their code puts on a GPU ('cuda', 'mps') made on the CPU, where the checker runs; in float32."""
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is torch.device: # (as PyTorch's own code asks for one: as it is)
             return func(*args, **kwargs)
-        if getattr(func, '__name__', '') in ('cuda', 'mps'): # (x.cuda(): x itself)
+        if getattr(func, '__name__', '') in ('cuda', 'mps', 'bfloat16', 'half'): # (x.cuda(), x.half(): x itself)
             return args[0]
         gpu = lambda d: isinstance(d, (str, torch.device)) and str(d).split(':')[0] in ('cuda', 'mps')
-        args = tuple('cpu' if gpu(a) else a for a in args)
-        return func(*args, **{k: 'cpu' if gpu(v) else v for k, v in kwargs.items()})
+        half = lambda a: isinstance(a, torch.dtype) and a in (torch.bfloat16, torch.float16) # (all in float32)
+        on = lambda a: 'cpu' if gpu(a) else torch.float32 if half(a) else a
+        return func(*map(on, args), **{k: on(v) for k, v in kwargs.items()})
 
 def quietly(run, *args):
     """run(*args), what the learner's code prints or warns kept out of the report, on the CPU; on one thread (its

@@ -1285,6 +1285,8 @@ OWN_LAYERS = [
     ([('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens):\n        idx = idx[None]')],
      "matches stage 2 (one self-attention head, 1:02:00): a variant, generate takes one prompt as a 1-D tensor, where "
      "the lecture's takes a (B, T) tensor of prompts"), # (given (1, T), it feeds the model (1, 1, T): tried with (T,))
+    ([('x = tok_emb + pos_emb', 'x = (tok_emb + pos_emb).to(torch.bfloat16)')], # (checked in float32, as it is)
+     'matches stage 2 (one self-attention head, 1:02:00)'),
     ([('vocab_size = len(chars)', 'import mytokenizer\nvocab_size = mytokenizer.vocab_size')], # (a package not here)
      'matches stage 2 (one self-attention head, 1:02:00)'), # (its vocab_size: the lecture's 65, not the stand-in)
     ([('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens, temperature=1.0):')],
@@ -1312,3 +1314,66 @@ def test_a_models_own_layers_and_shapes_are_named_where_they_leave_the_lectures(
     assert 'stage 1' not in lines[-1] and 'never runs it' not in '\n'.join(lines) # (a model that can't run: at none)
     if 'k.T(' in text:
         assert "line 41: `wei = q @ k.T(-2, -1) * (1 / torch.sqrt(C))`: .T(-2, -1) calls the transposed tensor" in lines[0]
+
+
+SDPA_HEAD = ("        wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5\n        wei = wei.masked_fill(self.tril[:T, :T] == 0, "
+             "float('-inf'))\n        wei = F.softmax(wei, dim=-1)\n        wei = self.dropout(wei)\n")
+EXPLAINED = [ # (changes to the lecture's script, small; the part; what its line holds, 'at' standing for a line's number)
+    ([('n_head = 4', 'n_head = 2'), ('torch.cat([h(x) for h in self.heads], dim=-1)', 'torch.cat([h(x) for h in '
+      'self.heads])')], 'MultiHeadAttention', 'joins its 2 tensors along dim 0, the batch', None),
+    ([('head_size = n_embd // n_head\n        self.sa = MultiHeadAttention(n_head, head_size)', 'head_size = int(n_embd '
+       '/ n_head)\n        self.sa = MultiHeadAttention(head_size, n_head)')], 'Block', 'passes head_size as num_heads and '
+     'n_head as head_size', None), # (a call of another class before it: the crossed one still found)
+    ([('class FeedFoward(nn.Module):', 'act = nn.ReLU()\n\nclass FeedFoward(nn.Module):'), ('            nn.ReLU(),\n', ''),
+      ('        return self.net(x)', '        return self.net[2](self.net[1](act(self.net[0](x))))')], 'FeedFoward',
+     'matches', None), # (a layer of no weights made outside: nothing to train, no mistake)
+    ([('self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])\n        self.proj = nn.Linear(head_size * '
+       'num_heads, n_embd)', 'self.heads = nn.ModuleList([\n            Head(head_size * 2),\n            Head(head_size * 2),'
+       '\n            Head(head_size * 2),\n            Head(head_size * 2)])\n        self.proj = nn.Linear(head_size * 2 * '
+       'num_heads, n_embd)')], 'MultiHeadAttention', 'at: its 4 heads together are 64 wide', 'Head(head_size * 2),'),
+    ([('self.blocks = nn.Sequential(*[Block(n_embd, n_head=n_head) for _ in range(n_layer)])', 'shared = Block(n_embd, '
+       'n_head=n_head)\n        other = Block(n_embd, n_head=n_head)\n        self.blocks = nn.Sequential(shared, other, '
+       'shared)')], 'BigramLanguageModel', 'at: the 3 Blocks are 2 repeated', 'shared = Block('),
+    ([(SDPA_HEAD, ''), ('        out = wei @ v\n', '        out = F.scaled_dot_product_attention(q, k, v, self.tril[:T, :T] '
+       '== 1, 0.2)\n')], 'Head', "in eval mode its dropout still acts (F.scaled_dot_product_attention's dropout_p", None),
+    ([('wei = self.dropout(wei)', 'wei = F.dropout(wei, 0.2)'), ('        out = wei @ v\n', '        out = wei @ v + 0.01 '
+       '* torch.randn(B, T, 1)\n')], 'Head', 'in eval mode its dropout still acts (F.dropout trains by default', None),
+    ([('        self.dropout = nn.Dropout(dropout)\n\n    def forward(self, x):\n        B,T,C = x.shape', '        self.dropout '
+       '= nn.Dropout(dropout)\n        self.spare = nn.Linear(n_embd, head_size)\n\n    def forward(self, x):\n        B,T,C = '
+       'x.shape')], 'Head', 'matches; your `spare` is defined but never used', None), # (no fourth Linear of its attention)
+    ([('self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])', 'self.heads = [Head(head_size) for _ '
+       'in range(num_heads)]'), ('class Block(nn.Module):', 'shared_ln = nn.LayerNorm(n_embd)\n\nclass Block(nn.Module):'),
+      ('x = x + self.ffwd(self.ln2(x))', 'x = x + self.ffwd(shared_ln(x))')], 'Block', 'at: a LayerNorm made outside '
+     'Block runs in its forward', 'shared_ln = nn'), # (after a plain list of heads: both named, no consequence)
+    ([('self.ln1 = nn.LayerNorm(n_embd)', 'self.ln1 = nn.LayerNorm(n_embd, dropout)')], 'Block', "at: a LayerNorm's eps "
+     "far above 1e-5 (nn.LayerNorm's second argument is eps, not the dropout)", 'self.ln1 = nn.LayerNorm(n_embd, dr'),
+    ([('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = MultiHeadAttention(2, head_size)')],
+     'MultiHeadAttention', 'its 2 heads together are 16 wide, not n_embd = 32', None),
+    ([('    def __init__(self, num_heads, head_size):', '    def __init__(self, num_heads, head_size, /):'),
+      ('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = MultiHeadAttention(head_size, n_head)')], 'Block',
+     'passes head_size as num_heads and n_head as head_size', None), # (positional-only parameters)
+    ([(SDPA_HEAD, ''), ('        out = wei @ v\n', '        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)'
+       '\n        out = F.dropout(out, 0.2)\n')], 'Head', 'in eval mode its dropout still acts (F.dropout trains', None),
+    ([('        self.dropout = nn.Dropout(dropout)\n\n    def forward(self, x):\n        B,T,C = x.shape', '        self.dropout '
+       '= nn.Dropout(dropout)\n        self.head_size = head_size\n\n    def forward(self, x):\n        B,T,C = x.shape'),
+      ("k.shape[-1]**-0.5\n        wei = wei.masked", "C[-1]**-0.5\n        wei = wei.masked")], 'Head',
+     "TypeError: 'int' object is not subscriptable", None), # (an int of theirs is no layer called)
+]
+
+
+@pytest.mark.parametrize('changes, part, said, at', EXPLAINED)
+def test_what_explain_names_is_named_in_its_part_at_its_line(changes, part, said, at, tmp_path):
+    """What only a measurement names, each found by mutation testing (tests/README.md): two heads joined along the
+    batch, a crossed call after another, a weightless layer made outside, the first of heads too wide, the Block
+    repeated among others, the dropout of F.scaled_dot_product_attention given by position, F.dropout beside noise,
+    an unused Linear in a head."""
+    import check
+    import test_check
+    text = test_check.edited(*changes)
+    (tmp_path / 'mine.py').write_text(text)
+    if at:
+        said = said.replace('at', f"line {next(i for i, l in enumerate(text.splitlines(), 1) if at in l)}", 1)
+    found = parts('\n'.join(check.checked(str(tmp_path / 'mine.py')).lines))
+    assert said in found[part] and (said != 'matches' or found[part] == 'matches'), found
+    assert 'not a layer' not in found[part] and (part == 'BigramLanguageModel' or found[
+        'BigramLanguageModel'].startswith('matches')), found # (a part's mistake: no consequence in the model)

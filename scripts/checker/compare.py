@@ -575,6 +575,9 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
         found.append(('head proj', shown('output')))
     if kind in ('Block', 'the model') and any(type(c).__name__ == 'RMSNorm' for c in m.children()):
         found.append(('rmsnorm', None))
+    wide = [c for c in m.children() if isinstance(c, torch.nn.LayerNorm) and c.eps > 1e-3] # (LayerNorm(C, dropout))
+    if kind in ('Block', 'the model') and wide:
+        found.append(('eps', made(wide[0])))
     if kind == 'the model':
         found += [(k, None) for k in lay['structure']]
         if lay['final'] is None and stage >= 6:

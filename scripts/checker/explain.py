@@ -227,11 +227,8 @@ def eval_mode(m, args, kwargs, learner):
         return [('mistake', f"`{learner.source(drawn.at)}` draws random numbers (torch.{drawn.name}) while it runs: "
                  "the same input gives another output each time", drawn.at)]
     inside = {id(s) for s in safe_modules(m)}
-    if any(isinstance(e.module, nn.Dropout) and id(e.module) not in inside for e in t.events): # (in a plain list:
-        if not [v for v in vars(m).values() if isinstance(v, (list, tuple, dict))]: # named where it is held)
-            return []
-        return [('mistake', "in eval mode its dropout still acts: it sits in modules that are not registered, which "
-                            "model.eval() never reaches (nn.ModuleList registers them)", at)]
+    if any(isinstance(e.module, nn.Dropout) and id(e.module) not in inside for e in t.events):
+        return [] # (in modules of a plain list, which model.eval() never reaches: named where the list is)
     if sdpa:
         fix = "F.scaled_dot_product_attention's dropout_p: pass dropout_p=self.dropout if self.training else 0"
     else:

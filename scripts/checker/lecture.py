@@ -3,7 +3,7 @@ What the checker knows of the lecture: the names learners give its settings and 
 computation step by step (on the learner's own layers, `lay`), the changes learners make to it, and what a
 module of the learner's is, by its layers and by what it does.
 """
-import contextlib, itertools, math
+import contextlib, inspect, itertools, math, re
 
 import torch
 import torch.nn as nn
@@ -276,6 +276,8 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'kv cache': ('variant', "a cache of keys and values its forward can take, for generate (the lecture's "
                             "has none)"),
     'rmsnorm': ('variant', 'RMSNorm for LayerNorm (nn.RMSNorm)'),
+    'eps': ('mistake', "a LayerNorm's eps far above 1e-5 (nn.LayerNorm's second argument is eps, not the dropout): "
+                       "it divides by sqrt(var + eps)"),
     'tied': ('variant', "lm_head shares the token embedding's weights (the lecture's are separate)"),
     'positions': ('variant', 'positions from the attention (rotary embeddings, ALiBi), not a position table'),
     'fixed positions': ('variant', 'a fixed (sinusoidal) position table; the lecture learns one')}
@@ -379,6 +381,13 @@ def affine(m, ctx):
         zero, one, two = (runs(m, ctx, x * k) for k in (0, 1, 2))
         return torch.allclose(two - one, one - zero, rtol=1e-4, atol=1e-5)
 
+def called(m):
+    """The names its class reads as self.name, not only sets (all its children's where its source can't be read)."""
+    with contextlib.suppress(OSError, TypeError):
+        refs = re.findall(r'self\.(\w+)(\s*=(?!=))?', inspect.getsource(type(m)))
+        return {name for name, sets in refs if not sets}
+    return {n for n, _ in m.named_children()}
+
 def find_role(m, ctx):
     if isinstance(m, (nn.LayerNorm, getattr(nn, 'RMSNorm', nn.LayerNorm))):
         return 'LayerNorm'
@@ -409,7 +418,7 @@ def find_role(m, ctx):
         mixes = not any(w in name for w in ('feed', 'mlp', 'ffn', 'ffwd'))
     if not mixes: # a feed-forward; one Linear with nothing after it is a projection, no part
         return None if sum(isinstance(s, nn.Linear) for s in m.modules()) == 1 and affine(m, ctx) else 'FeedForward'
-    own = [c for _, c in layers(m, nn.Linear)]
+    own = [c for n, c in layers(m, nn.Linear) if n in called(m)] # (a layer its forward never names: not counted)
     fused = len(own) > 3 or any(c.out_features == 3 * c.in_features for c in own) or n_heads(m)
     return 'fused attention' if fused or 'multi' in name else 'Head'
 

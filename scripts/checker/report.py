@@ -126,6 +126,8 @@ def report(learner, builder, classes, settings):
     torch.set_default_dtype(torch.float32) # (a notebook's bfloat16: checked in float32)
     for m in roots:
         m.float()
+        for s in reached(m): # (modules in a plain list: model.eval() never reaches them; named once, where they are)
+            s.eval()
     ctx.T = min((context_length(m, settings) for m in roots if ctx.role_of(m) == 'the model'), default=None)
     if any(ctx.role_of(m) == 'the model' and not runs_at(m, ctx.T) for m in roots):
         ctx.T = None # (a model that works at its block_size only: checked there)

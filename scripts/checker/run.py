@@ -236,8 +236,8 @@ def sampling(m, block, learner):
             if e is not None:
                 if not learner.raised(e): # (the checker's call, not their code: said, never passed over)
                     return [('note', f"generate not checked: the checker can't call it ({message(e)})")]
-                return [*dict.fromkeys(said), ('mistake', f"generate fails{failed(m, e, lengths, start, block)}: "
-                                                          f"{message(e)}")] # (with what the shorter prompt showed)
+                where = failed(m, e, lengths, start, block) # (with what the shorter prompt showed)
+                return [*dict.fromkeys(said), *options(m), ('mistake', f"generate fails{where}: {message(e)}")]
             if new == 3 and not prompted:
                 said.append(('variant', "generate takes no prompt: it starts from a token of its own, where the "
                                         "lecture's continues the idx it is given"))
@@ -324,15 +324,12 @@ def sampling(m, block, learner):
                                 f"(logits[:, -1, :]){at}"))
     else:
         said += odds
-    measured = ' '.join(w for _, w in said) + ' top' * bool(topk) # (a knob whose effect is named already: once)
-    knobs = [p for p in inspect.signature(m.generate).parameters if re.search(r'temp|top_?[kp]', p.lower())
-             and not ('temp' in p.lower() and 'temperature of' in measured or 'top' in p.lower() and ' top' in measured)]
+    knobs = options(m, ' '.join(w for _, w in said) + ' top' * bool(topk)) # (one whose effect is named: once)
     for p in inspect.signature(m.generate).parameters.values(): # (a context length of its own, smaller)
         if meaning(p.name) == 'block_size' and 'block' in norm(p.name) and type(p.default) is int and p.default < block:
             said.append(('mistake', f"generate's {p.name} defaults to {p.default}, where the model's block_size is "
                                     f"{block}: called without it, generate feeds the model {p.default} tokens at most"))
-    if knobs: # (nanoGPT's temperature and top_k, run at their defaults)
-        said.append(('variant', f"generate takes {' and '.join(knobs)} (as nanoGPT), which the lecture's has not"))
+    said += knobs
     if len(set(topk)) > 1: # (a count that changes with the odds: top-p)
         said.append(('variant', f"generate samples among the likeliest tokens that hold a share of the odds (top-p, "
                                 f"here {min(topk)} to {max(topk)} tokens), where the lecture samples among all {V}"))
@@ -360,6 +357,12 @@ def reshaped(e):
         return None
     return (f"`{text}` reshapes by the settings ({', '.join(dict.fromkeys(sizes))}), not by the tensor's own "
             f"shape, so any other batch raises ({message(e)}); the lecture takes B, T, C from the tensor's shape")
+
+def options(m, measured=''):
+    """[a variant] for nanoGPT's temperature and top_k, where generate takes them (run at their defaults)."""
+    knobs = [p for p in inspect.signature(m.generate).parameters if re.search(r'temp|top_?[kp]', p.lower())
+             and not ('temp' in p.lower() and 'temperature of' in measured or 'top' in p.lower() and ' top' in measured)]
+    return [('variant', f"generate takes {' and '.join(knobs)} (as nanoGPT), which the lecture's has not")] if knobs else []
 
 def tempered(probs, fed, V, learner):
     """What generate samples from, beside the softmax of the last logits: the same, one with a temperature (a

@@ -59,7 +59,7 @@ def named_in_a_test():
     mistakes that test_check.py and this file make in a copy."""
     import test_check
     said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED + BY_VOCAB + WRAPPED] + [
-        said for _, said in SAMPLED + OWN_LAYERS] + [
+        said for _, said in SAMPLED + OWN_LAYERS] + [said for _, _, said, _ in EXPLAINED] + [
         line for f in FILES for line in [*expected(os.path.join(LEARNERS, f))[1].values(), *expected(
             os.path.join(LEARNERS, f))[2]]] + [said for _, said in test_check.VIDEO]
     return '\n'.join(said)

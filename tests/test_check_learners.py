@@ -1377,3 +1377,4 @@ def test_what_explain_names_is_named_in_its_part_at_its_line(changes, part, said
     assert said in found[part] and (said != 'matches' or found[part] == 'matches'), found
     assert 'not a layer' not in found[part] and (part == 'BigramLanguageModel' or found[
         'BigramLanguageModel'].startswith('matches')), found # (a part's mistake: no consequence in the model)
+    assert '`spare`' not in said or not any('spare' in v for k, v in found.items() if k != part), found # (once)

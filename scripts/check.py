@@ -9,7 +9,7 @@ In a running notebook, without saving a file: import check; check.here(globals()
 Only your imports, settings, definitions and the lines that build your model run: no data is read,
 nothing trains. Exit code 0: every part checked matches; 1: a mistake; 2: the file can't be checked.
 """
-import contextlib, copy, io, sys, warnings
+import contextlib, copy, io, os, re, sys, warnings
 
 import torch
 import torch.nn as nn
@@ -20,27 +20,44 @@ from checker.build import Builder, classes_of, codes
 from checker.load import NOTEBOOK, CantCheck, Learner, Siblings, StandInModule, load
 from checker.report import check
 
-class OnCPU(TorchFunctionMode):
-    """Tensors their code puts on a GPU ('cuda', 'mps') made on the CPU, where the checker runs; in float32."""
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is torch.device: # (as PyTorch's own code asks for one: as it is)
-            return func(*args, **kwargs)
-        if getattr(func, '__name__', '') in ('cuda', 'mps', 'bfloat16', 'half'): # (x.cuda(), x.half(): x itself)
-            return args[0]
-        gpu = lambda d: isinstance(d, (str, torch.device)) and str(d).split(':')[0] in ('cuda', 'mps')
-        half = lambda a: isinstance(a, torch.dtype) and a in (torch.bfloat16, torch.float16) # (all in float32)
-        on = lambda a: 'cpu' if gpu(a) else torch.float32 if half(a) else a
-        return func(*map(on, args), **{k: on(v) for k, v in kwargs.items()})
+def on_cpu(a):
+    """A GPU device ('cuda', 'mps') as the CPU, a half-precision dtype as float32; else a itself."""
+    if isinstance(a, (str, torch.device)) and str(a).split(':')[0] in ('cuda', 'mps'):
+        return 'cpu'
+    return torch.float32 if isinstance(a, torch.dtype) and a in (torch.bfloat16, torch.float16) else a
 
-def quietly(run, *args):
-    """run(*args), what the learner's code prints or warns kept out of the report, on the CPU; on one thread (its
-    tensors are small: more threads only wait on each other, on a busy machine for long)."""
+class OnCPU(TorchFunctionMode):
+    """Tensors their code puts on a GPU made on the CPU, where the checker runs; in float32."""
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, '__name__', '')
+        if name in ('cuda', 'mps', 'bfloat16', 'half'): # (x.cuda(), x.half(): x itself)
+            return args[0]
+        if name in ('to', 'type'): # (x.to('cuda'), x.to(torch.bfloat16): by position)
+            args = tuple(map(on_cpu, args))
+        if kwargs and ('device' in kwargs or 'dtype' in kwargs):
+            kwargs = {k: on_cpu(v) for k, v in kwargs.items()}
+        return func(*args, **(kwargs or {}))
+
+GPU = re.compile(r"""['"](cuda|mps)(:\d+)?\\?['"](?!\s*if\b)|bfloat16|float16|\.half\(\)""") # (not 'cuda' if ...)
+
+def on_gpu(path, seen=()):
+    """Whether their code (the file, the modules beside it that it imports) names a GPU or half precision: run under
+    OnCPU, which slows every torch call."""
+    text = ''
+    with contextlib.suppress(OSError, UnicodeDecodeError), open(path, encoding='utf-8') as f:
+        text = f.read()
+    beside = [os.path.join(os.path.dirname(os.path.abspath(path)), f'{name}.py')
+              for name in re.findall(r'^\s*(?:from|import)\s+(\w+)', text, re.M)]
+    return bool(GPU.search(text)) or any(on_gpu(b, (*seen, path)) for b in beside if os.path.isfile(b) and b not in seen)
+
+def quietly(run, *args, gpu=True):
+    """run(*args), what the learner's code prints or warns kept out of the report, on the CPU (gpu: their code
+    names a GPU); on one thread (its tensors are small: more threads only wait on each other, on a busy machine)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                warnings.catch_warnings(), OnCPU():
+                warnings.catch_warnings(), OnCPU() if gpu else contextlib.nullcontext():
             warnings.simplefilter('ignore')
             return run(*args)
     finally:
@@ -67,10 +84,11 @@ def checked(path, build=None):
     before, learner, dtype = set(sys.modules), Learner(path), torch.get_default_dtype()
     try:
         with Builder(learner) as builder:
-            quietly(load, path, learner)
+            gpu = on_gpu(path)
+            quietly(load, path, learner, gpu=gpu)
             if build:
-                quietly(builder.given, build)
-            return quietly(check, learner, builder)
+                quietly(builder.given, build, gpu=gpu)
+            return quietly(check, learner, builder, gpu=gpu)
     finally: # the learner's modules and the stand-ins go: another check in this process starts afresh
         torch.set_default_dtype(dtype)
         for name in [n for n in set(sys.modules) - before if n == 'learner' or isinstance(sys.modules[n], StandInModule)

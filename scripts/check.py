@@ -38,21 +38,23 @@ class OnCPU(TorchFunctionMode):
             kwargs = {k: on_cpu(v) for k, v in kwargs.items()}
         return func(*args, **(kwargs or {}))
 
-GPU = re.compile(r"""['"](cuda|mps)(:\d+)?\\?['"](?!\s*if\b)|bfloat16|float16|\.half\(\)""") # (not 'cuda' if ...)
+# a GPU named ('cuda', "mps:0"; not the usual 'cuda' if available), or half precision
+GPU = re.compile(r"""['"](cuda|mps)(:\d+)?\\?['"](?!\s*if\b)|bfloat16|float16|\.half\(\)""")
 
 def on_gpu(path, seen=()):
-    """Whether their code (the file, the modules beside it that it imports) names a GPU or half precision: run under
-    OnCPU, which slows every torch call."""
+    """Whether their code (the file, the modules beside it that it imports) names a GPU or half precision:
+    then it runs under OnCPU, which slows every torch call."""
     text = ''
     with contextlib.suppress(OSError, UnicodeDecodeError), open(path, encoding='utf-8') as f:
         text = f.read()
     beside = [os.path.join(os.path.dirname(os.path.abspath(path)), f'{name}.py')
               for name in re.findall(r'^\s*(?:from|import)\s+(\w+)', text, re.M)]
-    return bool(GPU.search(text)) or any(on_gpu(b, (*seen, path)) for b in beside if os.path.isfile(b) and b not in seen)
+    beside = [b for b in beside if os.path.isfile(b) and b not in seen]
+    return bool(GPU.search(text)) or any(on_gpu(b, (*seen, path)) for b in beside)
 
 def quietly(run, *args, gpu=True):
-    """run(*args), what the learner's code prints or warns kept out of the report, on the CPU (gpu: their code
-    names a GPU); on one thread (its tensors are small: more threads only wait on each other, on a busy machine)."""
+    """run(*args), what the learner's code prints or warns kept out of the report, on the CPU (gpu: their
+    code names a GPU); on one thread (its tensors are small: more threads only wait on each other)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -172,7 +172,8 @@ def best(kind, steps, i, o, swaps, theirs, run):
         p = -1 if new is None else parting(new, theirs)
         p = len(new.values) + 1 if p is None else p
         names = list(new.values) if new else [] # (a step of theirs, or the next: the mask first, then the scale)
-        near = [m for n in (t[1][4] or () if not t[0] else ()) if n in names for m in names[names.index(n):][:2]]
+        named = [n for n in (t[1][4] or () if not t[0] else ()) if n in names]
+        near = [m for n in named for m in names[names.index(n):][:2]]
         shows = new and (t[0] or not t[1][4] or any(theirs.find(new.values.get(n)) is not None for n in near))
         if p > i + NEEDS[t[0]] + (t[0] == 1 and len(t[1]) > 1) and shows: # (the catalogue's, in a value of theirs)
             scored.append((p, t, new))
@@ -403,13 +404,16 @@ def check_part(label, m, kind, ctx, context, learner):
         if id(m) not in ctx.inputs and id(m) not in ctx.held: # built alone: the guess may be what failed
             return 'cant', [('cant', f"can't be checked alone: no model of yours holds it, and built as the "
                              f"checker guessed, it raised on {tuple(x.shape)}: {message(e)}", None)], 7, None
-        unrun = 'your model holds it but never runs it; run, it ' if id(m) not in ctx.inputs and ctx.ran else ''
+        unrun = '' # (where a model ran through and never gave it an input: it never runs it)
+        if id(m) not in ctx.inputs and ctx.ran:
+            unrun = 'your model holds it but never runs it; run, it '
         widths = [] # (heads too narrow for proj: why it raises)
         with contextlib.suppress(Exception):
             widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
         fix = lectures(kind, ctx) if kind != 'the model' else None # (the model that holds it: checked with it)
         words = reshaped(e) or f"{unrun}raised on {tuple(x.shape)}: {message(e)}"
-        named = explain.not_a_layer(m, e, learner) or explain.never_made(m, e, learner) or [('mistake', words, None)]
+        named = explain.not_a_layer(m, e, learner) or explain.never_made(m, e, learner)
+        named = named or [('mistake', words, None)]
         return 'differs', widths + explain.batched(t.events, x, m, learner) + named, 7, fix
     events = t.events
     said = explain.swapped(m, learner) + explain.registered(m, events)
@@ -426,8 +430,9 @@ def check_part(label, m, kind, ctx, context, learner):
     if stand is not None: # (the lecture's steps with the layer they applied in its place: the next difference)
         stand[0].forward = stand[1].forward
     compute, o = LECTURES[kind]
-    same = [lay for lay in layouts if len(layouts) > 2 and parting(lecture(compute, lay, x, dict(o), {}), theirs) is None]
-    walked = same[:1] or layouts # (of many head counts, one that is the lecture's as it is: the others not walked)
+    as_it_is = lambda lay: parting(lecture(compute, lay, x, dict(o), {}), theirs) is None
+    same = [lay for lay in layouts if len(layouts) > 2 and as_it_is(lay)] # (of many head counts, one that is the
+    walked = same[:1] or layouts # lecture's as it is: the others not walked)
     try:
         walks = [] if random else [(walk(kind, lay, x, theirs, context), lay) for lay in walked]
     finally:
@@ -575,7 +580,8 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
         found.append(('head proj', shown('output')))
     if kind in ('Block', 'the model') and any(type(c).__name__ == 'RMSNorm' for c in m.children()):
         found.append(('rmsnorm', None))
-    wide = [c for c in m.children() if isinstance(c, torch.nn.LayerNorm) and c.eps > 1e-3] # (LayerNorm(C, dropout))
+    norms = [c for c in m.children() if isinstance(c, torch.nn.LayerNorm)]
+    wide = [c for c in norms if c.eps > 1e-3] # (nn.LayerNorm(C, dropout))
     if kind in ('Block', 'the model') and wide:
         found.append(('eps', made(wide[0])))
     if kind == 'the model':

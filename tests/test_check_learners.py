@@ -1285,6 +1285,9 @@ OWN_LAYERS = [
     ([('def generate(self, idx, max_new_tokens):', 'def generate(self, idx, max_new_tokens):\n        idx = idx[None]')],
      "matches stage 2 (one self-attention head, 1:02:00): a variant, generate takes one prompt as a 1-D tensor, where "
      "the lecture's takes a (B, T) tensor of prompts"), # (given (1, T), it feeds the model (1, 1, T): tried with (T,))
+    ([('pos_emb = self.position_embedding_table(torch.arange(T, device=device))', '# pos_emb = ...'), ('x = tok_emb + '
+       'pos_emb', 'x = tok_emb'), ('nn.Embedding(block_size, n_embd)', 'nn.Embedding(4, n_embd)')],
+     'differs: line 60: no position embedding'), # (its table, never used, shorter than the block)
     ([('x = tok_emb + pos_emb', 'x = (tok_emb + pos_emb).to(torch.bfloat16)')], # (checked in float32, as it is)
      'matches stage 2 (one self-attention head, 1:02:00)'),
     ([('vocab_size = len(chars)', 'import mytokenizer\nvocab_size = mytokenizer.vocab_size')], # (a package not here)

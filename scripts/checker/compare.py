@@ -426,6 +426,9 @@ def check_part(label, m, kind, ctx, context, learner):
     theirs = Theirs(t, out_of(raw), x.shape[0], x.shape[1], learner, m)
     random = any('eval mode' in f[1] or 'while it runs' in f[1] for f in said) # (nothing to compare with)
     never = explain.unused(m, [x, *rest], kwargs, ctx)
+    for lay in layouts if kind == 'the model' else []: # (a position table its forward never uses: none)
+        if any(c is lay['pos'] and f'`{n}`' in never for n, c in m.named_children()):
+            lay['pos'] = None
     wrong, named, stand = explain.reused(m, events, never, learner)
     if stand is not None: # (the lecture's steps with the layer they applied in its place: the next difference)
         stand[0].forward = stand[1].forward

@@ -13,7 +13,7 @@ from checker.explain import SDPA # PyTorch's attention: the scale, the mask and 
 from checker.lecture import (ACTIVATIONS, ATTENTIONS, CATALOGUE, FOR_RELU, HINTS, LAYOUTS, LECTURES, MISSING, STEP,
                              STRUCTURE, Steps, layers, out_of, places, stage_of, width)
 from checker.load import Missing, message
-from checker.run import Trace, call, reshaped, tensors
+from checker.run import Trace, call, cause_of, tensors
 
 TOL = 1e-4 # relative: the same math in another order differs by about 1e-6; a mistake, by far more
 ALIBI = 'a bias by distance added to the affinities (ALiBi), for a position table'
@@ -411,7 +411,7 @@ def check_part(label, m, kind, ctx, context, learner):
         with contextlib.suppress(Exception):
             widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
         fix = lectures(kind, ctx) if kind != 'the model' else None # (the model that holds it: checked with it)
-        words = reshaped(e) or f"{unrun}raised on {tuple(x.shape)}: {message(e)}"
+        words = cause_of(e) or f"{unrun}raised on {tuple(x.shape)}: {message(e)}"
         named = explain.not_a_layer(m, e, learner) or explain.never_made(m, e, learner)
         named = named or [('mistake', words, None)]
         return 'differs', widths + explain.batched(t.events, x, m, learner) + named, 7, fix

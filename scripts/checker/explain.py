@@ -82,13 +82,17 @@ def plain_weights(m, events, learner, checked):
         own = type(s).parameters is not nn.Module.parameters # (a parameters() of their own: meant as weights)
         plain = [n for n, v in vars(s).items() if id(v) in used and v.is_floating_point() and (own or v.requires_grad)
                  and not (v.dim() == 2 and bool(((v == 0) | (v == 1)).all()))] # (a mask of 0s and 1s: no weight)
-        if plain:
-            why = ': its own parameters() method is not what model.parameters() calls' if own else ''
-            names = ' and '.join(f'`{n}`' for n in plain)
-            return [('mistake', f"{names} {'is a plain tensor' if len(plain) == 1 else 'are plain tensors'}, not "
-                                f"nn.Parameter: not registered, model.parameters() misses {'them' if plain[1:] else 'it'}"
-                                f" and {'they' if plain[1:] else 'it'} never train{'s' * (not plain[1:])}{why}",
-                     assigned(s, plain[0], learner))]
+        if not plain:
+            continue
+        names = ' and '.join(f'`{n}`' for n in plain)
+        words = f"{names} is a plain tensor, not nn.Parameter: not registered, model.parameters() misses it and it " \
+                "never trains"
+        if plain[1:]:
+            words = f"{names} are plain tensors, not nn.Parameter: not registered, model.parameters() misses them " \
+                    "and they never train"
+        if own:
+            words += ": its own parameters() method is not what model.parameters() calls"
+        return [('mistake', words, assigned(s, plain[0], learner))]
     return []
 
 def swapped(m, learner):
@@ -226,9 +230,6 @@ def eval_mode(m, args, kwargs, learner):
     if at is None and drawn is not None: # (noise made in forward: torch.randn(B, T, C))
         return [('mistake', f"`{learner.source(drawn.at)}` draws random numbers (torch.{drawn.name}) while it runs: "
                  "the same input gives another output each time", drawn.at)]
-    inside = {id(s) for s in safe_modules(m)}
-    if any(isinstance(e.module, nn.Dropout) and id(e.module) not in inside for e in t.events):
-        return [] # (in modules of a plain list, which model.eval() never reaches: named where the list is)
     if sdpa:
         fix = "F.scaled_dot_product_attention's dropout_p: pass dropout_p=self.dropout if self.training else 0"
     else:

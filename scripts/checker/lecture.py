@@ -3,7 +3,7 @@ What the checker knows of the lecture: the names learners give its settings and 
 computation step by step (on the learner's own layers, `lay`), the changes learners make to it, and what a
 module of the learner's is, by its layers and by what it does.
 """
-import contextlib, inspect, itertools, math, re
+import contextlib, functools, inspect, itertools, math, re
 
 import torch
 import torch.nn as nn
@@ -381,12 +381,19 @@ def affine(m, ctx):
         zero, one, two = (runs(m, ctx, x * k) for k in (0, 1, 2))
         return torch.allclose(two - one, one - zero, rtol=1e-4, atol=1e-5)
 
-def called(m):
-    """The names its class reads as self.name, not only sets (all its children's where its source can't be read)."""
+@functools.lru_cache(maxsize=256)
+def read_in(cls):
+    """The names a class's code reads as self.name, not only sets; None where its source can't be read."""
     with contextlib.suppress(OSError, TypeError):
-        refs = re.findall(r'self\.(\w+)(\s*=(?!=))?', inspect.getsource(type(m)))
+        refs = re.findall(r'self\.(\w+)(\s*=(?!=))?', inspect.getsource(cls))
         return {name for name, sets in refs if not sets}
-    return {n for n, _ in m.named_children()}
+    return None
+
+def called(m):
+    """The names its class reads as self.name (all its children's where its source can't be read), its source
+    read once for all its instances."""
+    names = read_in(type(m))
+    return names if names is not None else {n for n, _ in m.named_children()}
 
 def find_role(m, ctx):
     if isinstance(m, (nn.LayerNorm, getattr(nn, 'RMSNorm', nn.LayerNorm))):

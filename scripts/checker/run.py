@@ -135,9 +135,7 @@ def generate(m, idx, n, block=None):
                     kwargs[p.name] = 'cpu'
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
-            kind = True # (idx itself)
-            if prompt is text or prompt is array or prompt is row:
-                kind = 'text' if prompt is text else 'array' if prompt is array else 'row'
+            kind = next((k for p, k in [(text, 'text'), (array, 'array'), (row, 'row')] if prompt is p), True)
             took = any(v is prompt for v in kwargs.values()) and kind
             forward, own = m.forward, vars(m).get('forward')
             def fed(*a, **k): # (their prompt taken apart another way than (B, T): the next try)
@@ -324,7 +322,10 @@ def sampling(m, block, learner):
                                 f"(logits[:, -1, :]){at}"))
     else:
         said += odds
-    knobs = options(m, ' '.join(w for _, w in said) + ' top' * bool(topk)) # (one whose effect is named: once)
+    measured = ' '.join(w for _, w in said) # (an option whose effect is named already: once)
+    if topk:
+        measured += ' top'
+    knobs = options(m, measured)
     for p in inspect.signature(m.generate).parameters.values(): # (a context length of its own, smaller)
         if meaning(p.name) == 'block_size' and 'block' in norm(p.name) and type(p.default) is int and p.default < block:
             said.append(('mistake', f"generate's {p.name} defaults to {p.default}, where the model's block_size is "
@@ -343,7 +344,7 @@ def likeliest(fed, V):
     return [by_position(f, V)[0, -1].argmax() for f in map(out_of, fed)
             if isinstance(f, torch.Tensor) and f.dim() == 3]
 
-def reshaped(e):
+def cause_of(e):
     """Words for a raise whose cause its line shows: a view or reshape by the settings (batch_size * block_size),
     not by the tensor's own shape; a Python number where torch takes a tensor (torch.sqrt(head_size)). Else None."""
     theirs = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(OURS)]
@@ -459,7 +460,7 @@ def invariants(m, T, learner, block):
             if beside is not None:
                 del m.generate
     except Exception as e: # the model itself fails: its own line says where
-        return [('mistake', reshaped(e) or f"running it raised {message(e)}")], None
+        return [('mistake', cause_of(e) or f"running it raised {message(e)}")], None
     loss = loss if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
     # (at init: about ln V, give or take its noise)
     if loss is not None and not math.log(V) - 0.25 < loss.item() < math.log(V) + 1:

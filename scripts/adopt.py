@@ -13,7 +13,8 @@ from common import fail, gpt
 import check
 from checker.build import Settings, classes_of, put_back, supply
 from checker.compare import Theirs, close, walk
-from checker.lecture import LAYOUTS, STAGES, VIDEO_SCALE, Context, out_of
+from checker.lecture import STAGES, VIDEO_SCALE, out_of
+from checker.roles import LAYOUTS, Context
 from checker.run import Trace, capture, logits_of
 
 C_HINT = "scripts/check.py says which part, and why"

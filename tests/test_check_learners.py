@@ -165,6 +165,10 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
 ]
 
 
+SPLIT = '        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)\n' + ''.join(
+    f'        {t} = {t}.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)\n' for t in 'kqv')
+INTERLEAVED = ('        qkv = self.c_attn(x).view(B, T, self.n_head, C // self.n_head, 3).permute(4, 0, 2, 1, 3)\n'
+               '        k, q, v = qkv[0], qkv[1], qkv[2]\n') # (each head's q, k and v interleaved, k first)
 NANOGPT = [ # the same, in nanoGPT's layout: its fused attention, its own LayerNorm
     ('CausalSelfAttention', [(f'{t} = {t}.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)',
                               f'{t} = {t}.reshape(B, self.n_head, T, C // self.n_head)') for t in 'kqv'],
@@ -172,6 +176,9 @@ NANOGPT = [ # the same, in nanoGPT's layout: its fused attention, its own LayerN
     ('CausalSelfAttention', [('y.transpose(1, 2).contiguous().view(B, T, C)', 'y.contiguous().view(B, T, C)')],
      'the heads joined with view(B, T, C) before transposing them back', 'y = y.contiguous()'),
     ('CausalSelfAttention', [('is_causal=True', 'is_causal=False')], 'no causal mask', 'y = F.scaled_dot'),
+    ('CausalSelfAttention', [(SPLIT, INTERLEAVED), ('y.transpose(1, 2).contiguous().view(B, T, C)', 'y.contiguous()'
+                              '.view(B, T, C)')], 'the heads joined with view(B, T, C) before transposing them back',
+     'y = y.contiguous()'), # (q, k and v read from the values their code split: the mistake still seen)
     ('LayerNorm', [('return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)',
                     'mean, var = input.mean(0), input.var(0, unbiased=False)\n'
                     '        return (input - mean) / (var + 1e-5).sqrt() * self.weight + self.bias')],
@@ -1381,3 +1388,54 @@ def test_what_explain_names_is_named_in_its_part_at_its_line(changes, part, said
     assert 'not a layer' not in found[part] and (part == 'BigramLanguageModel' or found[
         'BigramLanguageModel'].startswith('matches')), found # (a part's mistake: no consequence in the model)
     assert '`spare`' not in said or not any('spare' in v for k, v in found.items() if k != part), found # (once)
+
+
+def test_a_mask_made_again_at_each_length_does_not_set_block_size(tmp_path):
+    """A mask that forward registers anew at the length it is given (T, T): the model's block_size is its
+    position table's, so generate is tried there, not at the last length the model ran at."""
+    import test_check
+    text = test_check.edited(("        wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))",
+                              "        self.register_buffer('tril', torch.tril(torch.ones(T, T)))\n"
+                              "        wei = wei.masked_fill(self.tril == 0, float('-inf'))"))
+    r, found = test_check.check(tmp_path, text)
+    assert r.returncode == 0 and found['BigramLanguageModel'].startswith(
+        'matches; the past never hears the future, batch rows never talk, generate crops to block_size and runs '
+        'past it, loss at init'), r.stdout
+
+
+def test_a_text_generate_that_joins_the_prompts_rows_into_one_says_so(tmp_path):
+    """generate that makes idx one row (`idx.view(1, -1)`) and returns its text: a batch of 2 prompts runs as one
+    prompt of 2 tokens, a variant named beside the text it returns."""
+    import test_check
+    text = test_check.edited(('    def generate(self, idx, max_new_tokens):\n',
+                              '    def generate(self, idx, max_new_tokens):\n        idx = idx.view(1, -1)\n'),
+                             ('        return idx\n\nmodel', '        return decode(idx[0].tolist())\n\nmodel'))
+    r, found = test_check.check(tmp_path, text)
+    assert r.returncode == 0 and found['BigramLanguageModel'].startswith(
+        "matches: a variant, generate returns text, where the lecture's returns the tokens (to decode); a variant, "
+        "generate reads idx as one prompt: a batch of 2 rows runs as one row of 2 tokens, where the lecture's samples "
+        "each row; the past"), r.stdout
+
+
+@pytest.mark.parametrize('changes, variant', [
+    ([('q, k, v = self.c_attn(x)', 'k, q, v = self.c_attn(x)')], ''),
+    ([(SPLIT, INTERLEAVED)], ''),
+    ([(SPLIT, INTERLEAVED), ('y.transpose(1, 2).contiguous().view(B, T, C)', 'y.permute(0, 2, 3, 1).reshape(B, T, C)')],
+     'line 56: a variant, the heads joined channel by channel, where the lecture sets them side by side (torch.cat): '
+     'the same to a proj that learns the order; ')])
+def test_one_linears_q_k_and_v_are_read_in_the_order_and_layout_their_code_splits_it(changes, variant, tmp_path):
+    """nanoGPT's c_attn split k first, or each head's q, k and v interleaved (view(B, T, nh, hs, 3)), and the heads
+    joined channel by channel (hs before nh): the lecture's computation in another layout, read from the values
+    their code made. It matches; the channel order, which proj learns either way, is a variant at its line."""
+    with open(os.path.join(LEARNERS, 'nanogpt_layout.py'), encoding='utf-8') as f:
+        text = f.read()
+    for old, new in changes:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (tmp_path / 'mine.py').write_text(text)
+    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    assert r.returncode == 0 and parts(r.stdout)['CausalSelfAttention'] == (
+        f"matches: {variant}a variant, bias in key, query and value (the lecture's have none); line 43: a variant, "
+        f"q, k and v from one Linear, split in three (as nanoGPT); {cited(text, 'y = F.scaled_dot')}: a variant, "
+        "F.scaled_dot_product_attention: the affinities, their scale, the mask, the softmax and wei @ v in one call"), \
+        r.stdout

@@ -7,7 +7,8 @@ import ast, builtins, contextlib, copy, dis, inspect, re, sys, traceback, types
 import torch
 import torch.nn as nn
 
-from checker.lecture import CONFIGS, LECTURE, MEANING, PLAUSIBLE, SETTINGS, block_size, has, norm, width
+from checker.lecture import CONFIGS, LECTURE, MEANING, PLAUSIBLE, SETTINGS, norm
+from checker.roles import block_size, has, width
 from checker.load import CantCheck, StandIn, builds, message, run_selected
 
 RANK = {norm(n): i for names in SETTINGS.values() for i, n in enumerate(names.split())} # n_embd before C

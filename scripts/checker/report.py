@@ -10,9 +10,10 @@ import torch.nn as nn
 
 from checker.build import Settings, classes_of, code_lines, meaning, put_back, reached, safe_modules, supply
 from checker import explain
-from checker.compare import Finding, check_part
-from checker.lecture import (ATTENTIONS, LAYOUTS, STAGES, Context, block_size, context_length, layers, stage_of,
-                             vocab)
+from checker.compare import Finding
+from checker.part import check_part
+from checker.lecture import ATTENTIONS, STAGES
+from checker.roles import LAYOUTS, Context, block_size, context_length, layers, stage_of, vocab
 from checker.load import CantCheck, Missing, StandIn, message
 from checker.run import capture, invariants, raised_at, runs_at
 

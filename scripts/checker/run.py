@@ -10,7 +10,8 @@ import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
 from checker.build import meaning, safe_modules
-from checker.lecture import MEANING, norm, out_of, vocab
+from checker.lecture import MEANING, norm, out_of
+from checker.roles import vocab
 from checker.load import NOTEBOOK, OURS, message
 
 def tensors(tree):
@@ -301,6 +302,7 @@ def sampling(m, block, learner):
         if modes and not any(modes):
             said.append(('variant', "generate puts the model in eval mode itself (no dropout while it samples), "
                                     "where the lecture's samples in the mode the model is in"))
+        given[:] = []
         with torch.no_grad(): # the lecture's samples each row of idx: a batch of 2 prompts
             out, e, prompted = generate(m.eval(), torch.zeros(2, 1, dtype=torch.long), 2, block)
         del fed[kept[0]:], probs[kept[1]:]
@@ -309,6 +311,9 @@ def sampling(m, block, learner):
         if prompted and one and not as_text:
             said.append(('mistake', "generate takes one prompt only: on a batch of 2 it " + (f"raises {message(e)}"
                          if e else f"returns {tuple(out.shape)}") + " (the lecture's samples each row of idx)"))
+        elif prompted and not e and not as_text and given and given[0][0].shape[:2] == (1, 2):
+            said.append(('variant', "generate reads idx as one prompt: a batch of 2 rows runs as one row of 2 "
+                                    "tokens, where the lecture's samples each row"))
     finally:
         del m.forward
         torch.multinomial, torch.cat = multinomial, cat

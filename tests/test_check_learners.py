@@ -1439,3 +1439,72 @@ def test_one_linears_q_k_and_v_are_read_in_the_order_and_layout_their_code_split
         f"q, k and v from one Linear, split in three (as nanoGPT); {cited(text, 'y = F.scaled_dot')}: a variant, "
         "F.scaled_dot_product_attention: the affinities, their scale, the mask, the softmax and wei @ v in one call"), \
         r.stdout
+
+
+FFWD_BY_ARGUMENT = [ # the feed-forward's inner width an argument of the Block's, and a model that can't be built
+    ('    def __init__(self, n_embd):\n        super().__init__()\n        self.net = nn.Sequential(\n'
+     '            nn.Linear(n_embd, 4 * n_embd),\n            nn.ReLU(),\n            nn.Linear(4 * n_embd, n_embd),',
+     '    def __init__(self, d_model, hidden_dim):\n        super().__init__()\n        self.net = nn.Sequential(\n'
+     '            nn.Linear(d_model, hidden_dim),\n            nn.ReLU(),\n            nn.Linear(hidden_dim, d_model),'),
+    ('    def __init__(self, n_embd, n_head):\n        super().__init__()',
+     '    def __init__(self, n_embd, n_head, hidden_dim):\n        super().__init__()'),
+    ('self.ffwd = FeedFoward(n_embd)', 'self.ffwd = FeedFoward(n_embd, hidden_dim)'),
+    ('Block(n_embd, n_head=n_head)', 'Block(n_embd, n_head=n_head, hidden_dim=4 * n_embd)'),
+    ('nn.Embedding(block_size, n_embd)', 'nn.Embedding(block_size)')]
+UNRELATED = '''class Bigram(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.token_embedding_table = nn.Embedding(vocab_size, vocab_size)
+
+    def forward(self, idx, targets=None):
+        return F.softmaxx(self.token_embedding_table(idx), -1), None
+
+bigram = Bigram()
+model = BigramLanguageModel()
+'''
+RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its line starts)
+    ([('import torch.nn as nn\nfrom torch.nn import functional as F\n', '')], 'BigramLanguageModel', 'matches; the past'),
+    ([('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = MultiHeadAttention(n_embd, head_size)')],
+     'Block', 'differs: line 118: `self.sa = MultiHeadAttention(n_embd, head_size)` passes n_embd as num_heads: '
+     'MultiHeadAttention takes (num_heads, head_size)'),
+    ([('dropout = 0.2\n', 'dropout = 0.2\nheads_per_block = n_head\n'), ('Block(n_embd, n_head=n_head)',
+      'Block(n_embd, heads_per_block)')], 'BigramLanguageModel', 'matches; the past'), # (a count by its words)
+    (FFWD_BY_ARGUMENT, 'FeedFoward', 'matches'),
+    ([('            loss = F.cross_entropy(logits, targets)\n        return logits, loss',
+       '            loss = F.cross_entropy(logits, targets)\n            return logits, loss')], 'BigramLanguageModel',
+     'differs: generate fails: its forward returns None without targets (line 153: `return logits, loss` is reached '
+     'only with them): '),
+    ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom hyper import cfg\n'),
+      ('    def generate(self, idx, max_new_tokens):\n        for _ in range(max_new_tokens):\n            idx_cond = '
+       'idx[:, -block_size:]', '    @torch.no_grad()\n    def generate(self, idx, max_new_tokens):\n        for _ in '
+       'range(max_new_tokens):\n            idx_cond = idx[:, -cfg.block_size:]')], 'BigramLanguageModel',
+     'matches; the past never hears the future, batch rows never talk, generate crops to block_size'),
+    ([("wei = F.softmax(wei, dim=-1)", "wei = F.softmaxx(wei, dim=-1)"), ('model = BigramLanguageModel()\n', UNRELATED)],
+     'Bigram', "differs: raised on (2, 16): mine.py, line 171: AttributeError: module 'torch.nn.functional' has no "
+     "attribute 'softmaxx'")]
+
+
+@pytest.mark.parametrize('changes, part, said', RUN_AS_THEY_MEAN)
+def test_what_a_learner_means_is_what_is_run_and_a_slip_is_named_at_its_cause(changes, part, said, tmp_path):
+    """F used only in a forward, never imported: named, and the file checked with it. MultiHeadAttention given
+    n_embd as its count of heads: named at the Block's call, not as heads too wide inside it. A parameter
+    hidden_dim beside d_model: the inner width (4 * n_embd) where the checker guesses, not n_embd. A forward whose
+    return only targets reach: named at that return. A config from a module that isn't here, read in a
+    @torch.no_grad() generate: the settings stand in. A part that fails as another does but doesn't hold it: its
+    own failure, not 'it holds Head'."""
+    import test_check
+    r, found = test_check.check(tmp_path, test_check.edited(*changes))
+    assert found[part].startswith(said), r.stdout
+    if changes[0][1] == '': # (nn and F taken out: each named at the line that first needs it, that line once)
+        assert 'line 58: `class Head(nn.Module):`: F is never imported (import torch.nn.functional as F); checked ' \
+            'with it' in r.stdout and r.stdout.endswith('; look at line 58\n'), r.stdout
+
+
+def test_a_device_chosen_by_torch_mps_is_available_is_a_setting_line_the_checker_runs(tmp_path):
+    """`device = 'mps' if torch.mps.is_available() else 'cpu'` (torch.mps, beside torch.backends.mps) is a line of
+    settings: run, so no note that the file sets its device only where the checker doesn't look."""
+    import test_check
+    r, found = test_check.check(tmp_path, test_check.edited((
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'", "device = 'mps' if torch.mps.is_available() else 'cpu'")))
+    assert r.returncode == 0 and 'device' not in r.stdout and all(v.startswith('matches') for v in found.values()), \
+        r.stdout

@@ -23,7 +23,7 @@ def meaning(name):
 
 WORDS = [(r'vocab', 'vocab_size'), (r'head.*(size|dim)', 'head_size'), (r'(^n|num).*heads?$', 'n_head'),
          (r'(^n|num).*(layers?|blocks?)$', 'n_layer'), (r'(block|context|ctx|seq).*(size|len)', 'block_size'),
-         (r'emb.*(dim|size)|^nemb', 'n_embd')] # (words in a long name of the learner's own)
+         (r'(ff|feedforward|mlp|inner).*(dim|size)$', 'ffwd_size'), (r'emb.*(dim|size)|^nemb', 'n_embd')] # (words in a long name of the learner's own)
 
 fits = lambda meant, value: PLAUSIBLE.get(meant, PLAUSIBLE['size'])(value)
 
@@ -132,12 +132,15 @@ def read_as_config(cls, name):
 
 def arguments(cls, settings, own):
     """cls's parameters without a default, filled by meaning (settings: theirs, else one made)."""
-    kwargs = {}
+    kwargs, meant = {}, []
     for p in [p for p in inspect.signature(cls).parameters.values() if p.default is p.empty and p.kind not in (
             p.VAR_POSITIONAL, p.VAR_KEYWORD)]:
         kind = p.annotation if isinstance(p.annotation, type) and p.annotation.__module__ in own else None
-        if meaning(p.name) or not (kind or norm(p.name) in CONFIGS.split() or read_as_config(cls, p.name)):
-            kwargs[p.name] = settings(meaning(p.name) or 'n_embd') # (a name that says nothing: a width)
+        meant.append(meaning(p.name))
+        if meant[-1] == 'n_embd' and 'n_embd' in meant[:-1] and re.search('hidden|inner', p.name.lower()):
+            meant[-1] = 'ffwd_size' # ((d_model, hidden_dim): the feed-forward's inner width)
+        if meant[-1] or not (kind or norm(p.name) in CONFIGS.split() or read_as_config(cls, p.name)):
+            kwargs[p.name] = settings(meant[-1] or 'n_embd') # (a name that says nothing: a width)
             continue
         made = [c for c in settings.configs if kind is None or isinstance(c, kind)]
         classes = [kind] if kind else settings.classes
@@ -150,7 +153,7 @@ def arguments(cls, settings, own):
 
 def codes(cls):
     """The code of a class's own methods, and of the functions defined in them."""
-    found = [f.__code__ for f in vars(cls).values() if inspect.isfunction(f)]
+    found = [inspect.unwrap(f).__code__ for f in vars(cls).values() if inspect.isfunction(f)] # (@torch.no_grad())
     for code in found:
         found += [c for c in code.co_consts if inspect.iscode(c)]
     return found
@@ -158,8 +161,10 @@ def codes(cls):
 def supply(classes, settings, supplied):
     """A setting or a name of the data's that the learner's classes read but never set (or set to None, {}):
     the lecture's, the data's; the device: the CPU. [(globals, name, what it was)]"""
-    put, seen = [], set()
+    put, seen, params = [], set(), set()
     for cls in classes:
+        with contextlib.suppress(TypeError, ValueError):
+            params |= set(inspect.signature(cls).parameters)
         scope = next((f.__globals__ for f in vars(cls).values() if inspect.isfunction(f)), {})
         loads = [i for c in codes(cls) for i in dis.get_instructions(c) if i.opname == 'LOAD_GLOBAL']
         called = {i.argval for i in loads if 'NULL' in i.argrepr} # (Block(...): a class, never a setting)
@@ -172,6 +177,9 @@ def supply(classes, settings, supplied):
                 put.append((scope, name, scope.get(name, put)))
                 scope[name] = settings(meaning(name)) if meaning(name) else DATA[name]
                 supplied |= {(name, repr(scope[name]))} if put[-1][2] is put and meaning(name) else set()
+            elif isinstance(scope.get(name), StandIn) and (norm(name) in CONFIGS.split() or name in params):
+                put.append((scope, name, scope[name])) # (a config from a module that isn't here: the settings)
+                scope[name] = settings
     return put
 
 def put_back(put):

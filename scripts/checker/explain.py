@@ -8,7 +8,7 @@ import torch.nn as nn
 
 from checker import build
 from checker.build import code_lines, safe_modules
-from checker.lecture import LAYER, norm, out_of
+from checker.lecture import LAYER, MEANING, norm, out_of
 from checker.load import message
 from checker.run import Trace, call, tensors
 
@@ -95,6 +95,20 @@ def plain_weights(m, events, learner, checked):
         return [('mistake', words, assigned(s, plain[0], learner))]
     return []
 
+COUNTS, SIZES = {'n_head', 'n_layer'}, {'n_embd', 'head_size', 'block_size', 'vocab_size', 'ffwd_size'}
+
+def crossing(call, cls):
+    """The arguments of a call to cls that mean another setting than their parameters: [(its name, the
+    parameter)], where two cross, or a count is given a size (MultiHeadAttention(n_embd, head_size) for
+    (num_heads, head_size)); and cls's parameters."""
+    params = [p for p in inspect.signature(cls).parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
+    given = [(a, p.name) for a, p in zip(call.args, params)] + [(k.value, k.arg) for k in call.keywords]
+    meant = [(build.meaning(named(a)), build.meaning(p), named(a), p) for a, p in given]
+    pairs = [(x, y) for x, y, *_ in meant]
+    plain = lambda *names: all(norm(n or '') in MEANING for n in names) # (by the table, not by a word in it)
+    return [(name, p) for a, b, name, p in meant if a and b and a != b and (
+        (b, a) in pairs or {a, b} & COUNTS and {a, b} & SIZES and plain(name, p))], params
+
 def swapped(m, learner):
     """A call in m's __init__ of a class of theirs whose arguments cross its parameters, as
     MultiHeadAttention(num_heads, head_size) for (head_size, num_heads): named at the call's line."""
@@ -109,17 +123,21 @@ def swapped(m, learner):
             cls = learner.names.get(call.func.id)
             if not (isinstance(cls, type) and issubclass(cls, nn.Module) and cls.__module__ in learner.own):
                 continue
-            params = [p for p in inspect.signature(cls).parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
-            given = [(a, p.name) for a, p in zip(call.args, params)] + [(k.value, k.arg) for k in call.keywords]
-            meant = [(build.meaning(named(a)), build.meaning(p), named(a), p) for a, p in given]
-            crossed = [(name, p) for a, b, name, p in meant if a and b and a != b and (b, a) in
-                       [(x, y) for x, y, *_ in meant]]
+            crossed, params = crossing(call, cls)
             if crossed:
                 at = (code.co_filename, code.co_firstlineno + call.lineno - 1)
                 return [('mistake', f"`{learner.source(at)}` passes " + ' and '.join(
                     f"{name} as {p}" for name, p in crossed) + f": {cls.__name__} takes ("
                     f"{', '.join(p.name for p in params)})", at)]
     return []
+
+def miscalled(m, learner):
+    """Whether the line that made m gives its class an argument of another meaning (named where it is)."""
+    with contextlib.suppress(Exception):
+        calls = [c for c in ast.walk(ast.parse(learner.source(m.__dict__['_made_at']).strip().rstrip(':')))
+                 if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == type(m).__name__]
+        return bool(calls and crossing(calls[0], type(m))[0])
+    return False
 
 def named(node):
     """The name an argument is written with: n_head, self.n_head, config.n_head, config['n_head']."""

@@ -106,12 +106,23 @@ def import_(node, learner, names, where):
 USUAL = {'torch': 'torch', 'nn': 'torch.nn', 'F': 'torch.nn.functional', 'math': 'math', 'np': 'numpy'}
 
 def unimported(node, learner, names, where):
-    """Run a definition; one that uses a usual module the file never imports (nn) runs with it, named; one that
-    uses what only a data line makes (Config's tokenizer.VOCAB_SIZE) with the settings, by meaning."""
+    """Run a definition; one that uses a usual module the file never imports (nn, or F in a forward) runs with
+    it, named; one that uses what only a data line makes (Config's tokenizer.VOCAB_SIZE) with the settings, by
+    meaning."""
     from checker.build import Settings # (build.py imports this module)
+    def supply(name, run_time=False):
+        later = [(w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1) if name in bound(line)]
+        if run_time and later: # (there when their code runs)
+            return
+        names[name] = importlib.import_module(USUAL[name])
+        as_ = f" as {name}" if name != USUAL[name] else ''
+        words = (f"{name} is imported only later, at {learner.place(later[0])}" if later else
+                 f"{name} is never imported (import {USUAL[name]}{as_})") + '; checked with it'
+        if not later or ', cell ' not in where: # (a notebook's cells may have run out of order)
+            learner.notes.setdefault('slips', []).append(((where, node.lineno), words))
     for _ in range(len(USUAL) + 5):
         try:
-            return run([node], where, names)
+            done = run([node], where, names)
         except NameError as e:
             made = any(re.match(rf"\s*([\w.]+\s*,\s*)*{e.name}\s*(,\s*[\w.]+\s*)*(:[^=]*)?=[^=]", line) # (a, b = ...)
                        for text in learner.texts.values()
@@ -121,14 +132,12 @@ def unimported(node, learner, names, where):
                 continue
             if e.name not in USUAL or e.name in names:
                 raise
-            names[e.name] = importlib.import_module(USUAL[e.name])
-            as_ = f" as {e.name}" if e.name != USUAL[e.name] else ''
-            later = [(w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
-                     if e.name in bound(line)]
-            words = (f"{e.name} is imported only later, at {learner.place(later[0])}" if later else
-                     f"{e.name} is never imported (import {USUAL[e.name]}{as_})") + '; checked with it'
-            if not later or ', cell ' not in where: # (a notebook's cells may have run out of order)
-                learner.notes.setdefault('slips', []).append(((where, node.lineno), words))
+            supply(e.name)
+            continue
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} # (F.softmax in a forward: when it runs)
+        for name in sorted(used & set(USUAL) - set(names)):
+            supply(name, run_time=True)
+        return done
 
 def mended(node, learner, where):
     """A definition whose super.__init__(...) calls super without its (): run as super().__init__(...), named."""
@@ -232,7 +241,7 @@ PLAIN = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Bool
          ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Call, ast.keyword, ast.Subscript, ast.Slice, ast.Starred,
          ast.JoinedStr, ast.FormattedValue, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 SAFE = {int, float, bool, str, dict, list, tuple, set, min, max, round, abs, pow, len, torch.cuda.is_available,
-        torch.backends.mps.is_available, argparse.ArgumentParser, torch.set_default_dtype}
+        torch.backends.mps.is_available, torch.mps.is_available, argparse.ArgumentParser, torch.set_default_dtype}
 
 def resolve(func, names):
     """What a call's function is, where it is a plain name or attribute, else None."""

@@ -90,7 +90,7 @@ def check_part(label, m, kind, ctx, context, learner):
         if walks else (([], True, None), layouts[0])
     stage = stage_of(m, kind, lay, ctx)
     said += shorter(m, x, rest, kwargs, learner) if kind in ATTENTIONS and ctx.T is None else []
-    if kind == 'MultiHeadAttention':
+    if kind == 'MultiHeadAttention' and not explain.miscalled(m, learner): # (else named at that call)
         said += explain.heads_width(lay, x)
     if kind == 'the model':
         said += explain.repeated([b for b in lay['body'] if b not in lay['extra']])

@@ -202,7 +202,9 @@ def report(learner, builder, classes, settings):
     error = lambda words: re.sub(r'^.*?(\w+Error: |\w+Exception: )', r'\1', words) # the exception, not where
     for part in [p for p in rep.parts if p.status == 'differs']: # a crash of a part it holds: named there, once
         raised = {error(f.words) for f in part.findings if f.kind == 'mistake' and 'raised ' in f.words}
-        cause = next((p for p in rep.parts[:rep.parts.index(part)] if p.status == 'differs' and any(
+        holds = lambda p: not isinstance(p.m, nn.Module) or not isinstance(part.m, nn.Module) or any(
+            type(s) is type(p.m) for s in part.m.modules())
+        cause = next((p for p in rep.parts[:rep.parts.index(part)] if p.status == 'differs' and holds(p) and any(
             error(f.words) in raised or 'has no forward' in f.words and f"[{p.label}] is missing" in ''.join(raised)
             for f in p.findings if f.kind == 'mistake')), None)
         if cause and '' not in raised and all(f.kind != 'mistake' or 'raised ' in f.words for f in part.findings):
@@ -295,7 +297,7 @@ def lines(rep, settings):
     out += [f"{p.label:<{column}} {verdict(p, rep, settings)}" for p in rep.parts]
     checked = [p for p in rep.parts if p.status != 'skip']
     failed = [p.label for p in checked if p.status != 'ok']
-    look = failed + [learner.place(at) for at, _ in slips]
+    look = list(dict.fromkeys(failed + [learner.place(at) for at, _ in slips]))
     at = 'gpt.py' if rep.stage == 7 else f"the lecture at stage {rep.stage} ({', '.join(STAGES[rep.stage])})"
     return out + [f"{len(checked) - len(failed)} of {len(checked)} parts match {at}" +
                   (f"; look at {', '.join(look)}" if look else '')]

@@ -51,17 +51,25 @@ class Context:
         (_, *rest), kwargs = self.inputs.get(id(m), ((None,), {}))
         return out_of(m(x, *rest, **kwargs))
 
+@functools.lru_cache(maxsize=256)
+def remade(cls):
+    """Whether a class's forward registers its buffers again (a mask as long as each input)."""
+    with contextlib.suppress(OSError, TypeError):
+        return 'register_buffer(' in inspect.getsource(cls.forward)
+    return False
+
 def block_size(m, settings, cap=256):
-    """The context length a part works at: a model's position table's (a mask may be made again at each
-    length), else its mask's size (at most cap)."""
-    sizes, embeddings = [], [e for e in m.modules() if isinstance(e, nn.Embedding)]
+    """The context length a part works at: its mask's size (not one forward makes again at each length), or
+    its position table's (at most cap)."""
+    sizes = [b.shape[-1] for s in m.modules() if not remade(type(s)) for b in s.buffers(recurse=False)
+             if b.dim() >= 2 and b.shape[-1] == b.shape[-2] > 1]
+    embeddings = [e for e in m.modules() if isinstance(e, nn.Embedding)]
     if embeddings: # a model: the rows of its position Embedding (not the one lm_head maps to), or table
         C, outs = embeddings[0].embedding_dim, {c.out_features for c in m.modules() if isinstance(c, nn.Linear)}
         sizes += ([e.num_embeddings for e in embeddings if e.num_embeddings not in outs] or
                   [e.num_embeddings for e in embeddings[1:]]) if len(embeddings) > 1 else []
         sizes += [t.numel() // C for t in [*m.parameters(recurse=False), *m.buffers(recurse=False)]
                   if t.dim() >= 2 and t.shape[-1] == C]
-    sizes += [b.shape[-1] for b in m.buffers() if b.dim() >= 2 and b.shape[-1] == b.shape[-2] > 1]
     return min(cap or math.inf, sizes[0] if sizes else settings('block_size'))
 
 def context_length(m, settings, B=2):

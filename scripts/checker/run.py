@@ -3,7 +3,7 @@ Step 3, running: every tensor a part makes, at the learner's line, and what each
 module of a model receives; forward and generate called by what their parameters mean; what must hold of a
 model whatever its weights.
 """
-import contextlib, functools, inspect, math, re, traceback
+import ast, contextlib, functools, inspect, linecache, math, re, textwrap, traceback
 
 import torch
 import torch.nn as nn
@@ -169,8 +169,13 @@ def raised_at(m, T):
 
 runs_at = lambda m, T: raised_at(m, T) is None
 
-def failed(m, e, lengths, start, block):
-    """Where generate failed: past block_size (idx not cropped), or on fewer tokens than the model runs on."""
+def failed(m, e, lengths, start, block, learner):
+    """Where generate failed: past block_size (idx not cropped), on fewer tokens than the model runs on, or on
+    the None its forward returns without targets."""
+    back = without_targets(m, learner)
+    if back:
+        return (f": its forward returns None without targets ({learner.place(back)}: `{learner.source(back)}` is "
+                "reached only with them)")
     if 'out of range' in str(e) and max(lengths) > block:
         return ' past block_size (crop idx to the last block_size)'
     if 'out of range' in str(e) and lengths and start + len(lengths) - 1 > block: # (a cache: a token at a time)
@@ -180,6 +185,18 @@ def failed(m, e, lengths, start, block):
         return (f" from a prompt of {start}: the model runs on exactly block_size = {block} tokens only, "
                 "where the lecture's runs on any number up to it")
     return ''
+
+def without_targets(m, learner):
+    """Where a forward that returns None without targets returns with them: (file, line); None: it returns."""
+    code = getattr(type(m).forward, '__code__', None)
+    with contextlib.suppress(Exception), torch.no_grad():
+        if code is not None and m(torch.zeros(1, 1, dtype=torch.long)) is None:
+            text = learner.texts.get(code.co_filename) or linecache.getlines(code.co_filename)
+            last = max(line for *_, line in code.co_lines() if line)
+            tree = ast.parse(textwrap.dedent('\n'.join(l.rstrip('\n') for l in text[code.co_firstlineno - 1:last])))
+            back = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None]
+            return (code.co_filename, code.co_firstlineno + min(back) - 1) if back else None
+    return None
 
 def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
@@ -235,7 +252,7 @@ def sampling(m, block, learner):
             if e is not None:
                 if not learner.raised(e): # (the checker's call, not their code: said, never passed over)
                     return [('note', f"generate not checked: the checker can't call it ({message(e)})")]
-                where = failed(m, e, lengths, start, block) # (with what the shorter prompt showed)
+                where = failed(m, e, lengths, start, block, learner) # (with what the shorter prompt showed)
                 return [*dict.fromkeys(said), *options(m), ('mistake', f"generate fails{where}: {message(e)}")]
             if new == 3 and not prompted:
                 said.append(('variant', "generate takes no prompt: it starts from a token of its own, where the "

@@ -57,7 +57,8 @@ def test_ex3_trains_as_gpt_py_does_and_prints_its_table(tmp_path):
                                          ('pretrain, 4 steps (no finetuning)', '4', '0'),
                                          ('pretrain 4, then finetune 2 steps at lr 0.001', '4', '2'),
                                          ('pretrain 4, then finetune 2 steps at lr 0.004', '4', '2')]
-    assert 'shakespeare val loss' in r.stdout
+    shakespeare = re.findall(r'^run 3/5, pretrain step 4: .*shakespeare val loss ([\d.]+)', r.stdout, re.M)
+    assert shakespeare == [rows[2][3]], r.stdout # (the pretrained model on Tiny Shakespeare, not on its corpus)
     labels = list(dict.fromkeys(re.findall(r'^(run .*?) step \d+: ', r.stdout, re.M))) # each run's, in order
     assert labels == ['run 1/5, scratch-2', 'run 2/5, scratch-6', 'run 3/5, pretrain',
                       'run 4/5, finetune lr 0.001', 'run 5/5, finetune lr 0.004']

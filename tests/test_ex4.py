@@ -143,8 +143,9 @@ def test_the_script_compares_features_with_the_baseline(monkeypatch):
     assert re.search(r'^run 2/2, nope seed 1 step 4: train loss [\d.]+, val loss [\d.]+ \| \d+s, [\d.]+ ms/step$',
                      r.stdout, re.M)
     base = re.search(r'^\| baseline \| .* \| 353,537 \| ([\d.]+) \| \1 \|  \| \d+ \|$', r.stdout, re.M)
-    nope = re.search(r'^\| nope \| .* \| 347,393 \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \| \d+ \|$', r.stdout, re.M)
+    nope = re.search(r'^\| nope \| .* \| 347,393 \| [\d.]+ \| ([\d.]+) \| ([+-][\d.]+) \| \d+ \|$', r.stdout, re.M)
     assert base and nope, r.stdout
+    assert float(nope[2]) == round(float(nope[1]) - float(base[1]), 4), r.stdout # (+: worse than the baseline)
 
 
 def test_a_seed_torch_cannot_take_is_one_line():

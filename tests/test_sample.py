@@ -212,6 +212,18 @@ def test_plot_losses_writes_a_png_and_the_best_and_last_val_loss(out, tmp_path):
                                          f'wrote {tmp_path / "l.png"}']
 
 
+def test_plot_losses_best_is_the_lowest_val_loss_where_val_turns_up_and_train_goes_on_down(tmp_path):
+    """Overfitting, as the README's GPU run: the train loss falls to the end, the val loss turns up after step
+    3000. The best row is the val loss's lowest, at its step, not the step of the lowest train loss."""
+    pytest.importorskip('matplotlib')
+    losses = [(0, 4.17, 4.18), (1000, 2.0, 2.1), (2000, 1.5, 1.6), (3000, 1.2, 1.4869), (4000, 1.0, 1.52),
+              (5000, 0.9, 1.5704)]
+    (tmp_path / 'log.csv').write_text('step,train_loss,val_loss,elapsed_s\n' + ''.join(
+        f'{step},{train},{val},{step / 100}\n' for step, train, val in losses))
+    r = plot(str(tmp_path), f'--out={tmp_path / "l.png"}')
+    assert r.returncode == 0 and r.stdout.splitlines()[2] == f'| {tmp_path} | 1.4869 | 3000 | 1.5704 | 5000 |', r.stdout
+
+
 def test_plot_losses_without_a_log_says_where_logs_come_from(tmp_path):
     one_line_error(plot(cwd=tmp_path), 'no log at out/log.csv', 'gpt.py writes one')
     assert os.listdir(tmp_path) == []

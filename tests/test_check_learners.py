@@ -1470,6 +1470,9 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
     ([('dropout = 0.2\n', 'dropout = 0.2\nheads_per_block = n_head\n'), ('Block(n_embd, n_head=n_head)',
       'Block(n_embd, heads_per_block)')], 'BigramLanguageModel', 'matches; the past'), # (a count by its words)
     (FFWD_BY_ARGUMENT, 'FeedFoward', 'matches'),
+    ([('vocab_size = len(chars)\n', ''), ('class BigramLanguageModel(nn.Module):\n\n    def __init__(self):',
+       'class BigramLanguageModel(nn.Module):\n\n    def __init__(self, vocab_size=vocab_size):')],
+     'BigramLanguageModel', 'matches; the past'), # (a default no line sets: the data's, as it stands in elsewhere)
     ([('            loss = F.cross_entropy(logits, targets)\n        return logits, loss',
        '            loss = F.cross_entropy(logits, targets)\n            return logits, loss')], 'BigramLanguageModel',
      'differs: generate fails: its forward returns None without targets (line 153: `return logits, loss` is reached '
@@ -1495,7 +1498,8 @@ def test_what_a_learner_means_is_what_is_run_and_a_slip_is_named_at_its_cause(ch
     import test_check
     r, found = test_check.check(tmp_path, test_check.edited(*changes))
     assert found[part].startswith(said), r.stdout
-    if changes[0][1] == '': # (nn and F taken out: each named at the line that first needs it, that line once)
+    if changes[0][0].startswith('import torch.nn'): # (nn and F taken out: each named at the line that first needs
+        # it, that line once)
         assert 'line 58: `class Head(nn.Module):`: F is never imported (import torch.nn.functional as F); checked ' \
             'with it' in r.stdout and r.stdout.endswith('; look at line 58\n'), r.stdout
 

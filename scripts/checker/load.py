@@ -109,7 +109,7 @@ def unimported(node, learner, names, where):
     """Run a definition; one that uses a usual module the file never imports (nn, or F in a forward) runs with
     it, named; one that uses what only a data line makes (Config's tokenizer.VOCAB_SIZE) with the settings, by
     meaning."""
-    from checker.build import Settings # (build.py imports this module)
+    from checker.build import Settings, meaning # (build.py imports this module)
     def supply(name, run_time=False):
         later = [(w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1) if name in bound(line)]
         if run_time and later: # (there when their code runs)
@@ -129,6 +129,9 @@ def unimported(node, learner, names, where):
                        for line in text)
             if e.name not in USUAL and made and e.name not in names: # (a line the checker skips)
                 names[e.name] = Settings(names, learner.own)
+                continue
+            if e.name not in USUAL and meaning(e.name) and e.name not in names: # (vocab_size=vocab_size in a def
+                names[e.name] = Settings(names, learner.own)(meaning(e.name)) # of a file no line of sets it)
                 continue
             if e.name not in USUAL or e.name in names:
                 raise

@@ -23,7 +23,8 @@ def meaning(name):
 
 WORDS = [(r'vocab', 'vocab_size'), (r'head.*(size|dim)', 'head_size'), (r'(^n|num).*heads?$', 'n_head'),
          (r'(^n|num).*(layers?|blocks?)$', 'n_layer'), (r'(block|context|ctx|seq).*(size|len)', 'block_size'),
-         (r'(ff|feedforward|mlp|inner).*(dim|size)$', 'ffwd_size'), (r'emb.*(dim|size)|^nemb', 'n_embd')] # (words in a long name of the learner's own)
+         (r'(ff|feedforward|mlp|inner).*(dim|size)$', 'ffwd_size'),
+         (r'emb.*(dim|size)|^nemb', 'n_embd')] # (words in a long name of the learner's own)
 
 fits = lambda meant, value: PLAUSIBLE.get(meant, PLAUSIBLE['size'])(value)
 
@@ -153,7 +154,8 @@ def arguments(cls, settings, own):
 
 def codes(cls):
     """The code of a class's own methods, and of the functions defined in them."""
-    found = [inspect.unwrap(f).__code__ for f in vars(cls).values() if inspect.isfunction(f)] # (@torch.no_grad())
+    methods = [inspect.unwrap(f) for f in vars(cls).values() if inspect.isfunction(f)] # (@torch.no_grad()'s)
+    found = [f.__code__ for f in methods]
     for code in found:
         found += [c for c in code.co_consts if inspect.iscode(c)]
     return found
@@ -178,7 +180,7 @@ def supply(classes, settings, supplied):
                 scope[name] = settings(meaning(name)) if meaning(name) else DATA[name]
                 supplied |= {(name, repr(scope[name]))} if put[-1][2] is put and meaning(name) else set()
             elif isinstance(scope.get(name), StandIn) and (norm(name) in CONFIGS.split() or name in params):
-                put.append((scope, name, scope[name])) # (a config from a module that isn't here: the settings)
+                put.append((scope, name, scope[name])) # (a config of a module that isn't here: the settings)
                 scope[name] = settings
     return put
 

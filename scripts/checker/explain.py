@@ -134,8 +134,9 @@ def swapped(m, learner):
 def miscalled(m, learner):
     """Whether the line that made m gives its class an argument of another meaning (named where it is)."""
     with contextlib.suppress(Exception):
-        calls = [c for c in ast.walk(ast.parse(learner.source(m.__dict__['_made_at']).strip().rstrip(':')))
-                 if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == type(m).__name__]
+        line = ast.parse(learner.source(m.__dict__['_made_at']).strip().rstrip(':'))
+        calls = [c for c in ast.walk(line) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                 and c.func.id == type(m).__name__]
         return bool(calls and crossing(calls[0], type(m))[0])
     return False
 

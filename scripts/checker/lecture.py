@@ -133,7 +133,8 @@ def fused(lay, x, o, at):
         return t.reshape(B, nh, T, X // nh) if o['split'] == 'view' else t.view(B, T, nh, -1).transpose(1, 2)
     out = attend(at('q', split(q)), at('k', split(k)), at('v', split(v)), x, o, at)
     out = out.reshape(B, T, X) if o['merge'] == 'view' else out.transpose(1, 2).reshape(B, T, X)
-    out = at('merged', out if lay.get('merge') is None else out[..., lay['merge']], out) # (their order of channels)
+    out = out if lay.get('merge') is None else out[..., lay['merge']] # (their order of the channels)
+    out = at('merged', out, out)
     return at('proj', lay['proj'](out), out) if lay['proj'] is not None else out
 
 GLU = {'swiglu': F.silu, 'geglu': F.gelu}

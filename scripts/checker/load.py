@@ -111,7 +111,8 @@ def unimported(node, learner, names, where):
     meaning."""
     from checker.build import Settings, meaning # (build.py imports this module)
     def supply(name, run_time=False):
-        later = [(w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1) if name in bound(line)]
+        later = [(w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
+                 if name in bound(line)]
         if run_time and later: # (there when their code runs)
             return
         names[name] = importlib.import_module(USUAL[name])
@@ -130,14 +131,14 @@ def unimported(node, learner, names, where):
             if e.name not in USUAL and made and e.name not in names: # (a line the checker skips)
                 names[e.name] = Settings(names, learner.own)
                 continue
-            if e.name not in USUAL and meaning(e.name) and e.name not in names: # (vocab_size=vocab_size in a def
-                names[e.name] = Settings(names, learner.own)(meaning(e.name)) # of a file no line of sets it)
+            if e.name not in USUAL and meaning(e.name) and e.name not in names: # (vocab_size=vocab_size in a
+                names[e.name] = Settings(names, learner.own)(meaning(e.name)) # def, and no line sets it)
                 continue
             if e.name not in USUAL or e.name in names:
                 raise
             supply(e.name)
             continue
-        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} # (F.softmax in a forward: when it runs)
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} # (F.softmax in a forward, later)
         for name in sorted(used & set(USUAL) - set(names)):
             supply(name, run_time=True)
         return done
@@ -244,7 +245,8 @@ PLAIN = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Bool
          ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Call, ast.keyword, ast.Subscript, ast.Slice, ast.Starred,
          ast.JoinedStr, ast.FormattedValue, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 SAFE = {int, float, bool, str, dict, list, tuple, set, min, max, round, abs, pow, len, torch.cuda.is_available,
-        torch.backends.mps.is_available, torch.mps.is_available, argparse.ArgumentParser, torch.set_default_dtype}
+        torch.backends.mps.is_available, torch.mps.is_available, argparse.ArgumentParser,
+        torch.set_default_dtype}
 
 def resolve(func, names):
     """What a call's function is, where it is a plain name or attribute, else None."""

@@ -228,7 +228,7 @@ def traced_layouts(m, lays, events, B, T):
             thirds[tuple(picked.tolist())] = picked, X // t.shape[-1] if t.dim() == 4 else None
     if len(thirds) != 3:
         return []
-    (first, h), proj = next(iter(thirds.values())), lays[0]['proj']
+    (_, h), proj = next(iter(thirds.values())), lays[0]['proj']
     counts = [h] if h else dict.fromkeys(lay['n_head'] for lay in lays)
     fed = [e.args[0] for e in events if e.module is proj and proj is not None and e.args]
     merge = None

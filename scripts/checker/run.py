@@ -193,7 +193,8 @@ def without_targets(m, learner):
         if code is not None and m(torch.zeros(1, 1, dtype=torch.long)) is None:
             text = learner.texts.get(code.co_filename) or linecache.getlines(code.co_filename)
             last = max(line for *_, line in code.co_lines() if line)
-            tree = ast.parse(textwrap.dedent('\n'.join(l.rstrip('\n') for l in text[code.co_firstlineno - 1:last])))
+            lines = [line.rstrip('\n') for line in text[code.co_firstlineno - 1:last]]
+            tree = ast.parse(textwrap.dedent('\n'.join(lines)))
             back = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None]
             return (code.co_filename, code.co_firstlineno + min(back) - 1) if back else None
     return None

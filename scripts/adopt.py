@@ -13,7 +13,7 @@ from common import fail, gpt
 import check
 from checker.build import Settings, classes_of, put_back, supply
 from checker.compare import Theirs, close, walk
-from checker.lecture import STAGES, VIDEO_SCALE, out_of
+from checker.lecture import KQ, STAGES, VIDEO_SCALE, out_of
 from checker.roles import LAYOUTS, Context
 from checker.run import Trace, capture, logits_of
 
@@ -59,10 +59,11 @@ class Mapping:
             out = out_of(m(x, *rest, **kwargs))
         theirs = Theirs(t, out, x.shape[0], x.shape[1], self.rep.learner, m)
         found = []
-        for lay in layouts: # the first under which it is the lecture's (the video's scale maps: below)
+        for lay in layouts: # the first under which it is the lecture's (the video's scale, k @ q^T: mapped)
             found, ok, _ = walk(kind, lay, x, theirs)
-            if ok and all(f[1] == VIDEO_SCALE for f in found):
-                return dict(lay, video_scale=bool(found))
+            said = [f[1] for f in found]
+            if ok and set(said) <= {VIDEO_SCALE, KQ}:
+                return dict(lay, video_scale=VIDEO_SCALE in said, kq=KQ in said)
         self.cant(m, f"it computes something else than the lecture's {kind}" + (
             ': ' + ', '.join(f[1] for f in found) if found else ''))
 
@@ -102,7 +103,9 @@ class Mapping:
         if any(b.abs().max() > 0 for each in qkv for _, b in each):
             self.cant(sa, "its key, query and value have a bias, and gpt.py's have none")
         for h, each in enumerate(qkv):
-            for what, (w, _) in zip(('query', 'key', 'value'), each):
+            names = ('key', 'query', 'value') if heads[h if kind == 'MultiHeadAttention' else 0]['kq'] else \
+                ('query', 'key', 'value') # (k @ q^T: their key is gpt.py's query)
+            for what, (w, _) in zip(names, each):
                 self.put(f"{name}.heads.{h}.{what}.weight", w)
         self.linear(name + '.proj', lay['proj'], C)
         return len(qkv), qkv[0][0][0].shape[0]

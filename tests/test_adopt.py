@@ -58,6 +58,8 @@ BATCHED = [ # EX1: every head's query, key and value in one Linear, the heads a 
      "        return self.drop(self.out((att @ v).transpose(1, 2).reshape(B, T, C)))")]
 EDITS = {'the video scale': ('/ (self.k.out_features ** 0.5)', '* x.shape[-1] ** -0.5'),
          'one fused q, k, v and the video scale': FUSED, 'every head in one Linear and the video scale': BATCHED,
+         'k @ q^T (key and query trade names)': ('(self.q(x) @ self.k(x).transpose(-2, -1))',
+                                                 '(self.k(x) @ self.q(x).transpose(-2, -1))'),
          'a generate that never crops': ("self(tokens[:, -config['context_length']:])", 'self(tokens)'),
          'a position table that is a Parameter of (1, T, C)': [
              ("nn.Embedding(config['context_length'], config['emb_size'])",

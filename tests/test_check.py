@@ -72,7 +72,6 @@ MISTAKES = [ # (the part, the change, what the checker says, the line it cites: 
      'the mask applied after the softmax', 'wei = wei.masked_fill'),
     ('Head', [('wei = F.softmax(wei, dim=-1)', 'wei = F.softmax(wei, dim=1)')],
      '`wei = F.softmax(wei, dim=1)` where the lecture has the softmax over the keys', 'wei = F.softmax'),
-    ('Head', [('wei = q @ k.transpose(-2,-1)', 'wei = k @ q.transpose(-2,-1)')], 'k @ q^T for q @ k^T', 'wei = k @ q'),
     ('Head', [('out = wei @ v', 'out = wei @ x')], 'x itself aggregated, not value(x)', 'out = wei @ x'),
     ('MultiHeadAttention', [('        self.proj = nn.Linear(head_size * num_heads, n_embd)\n', ''),
                             ('self.dropout(self.proj(out))', 'self.dropout(out)')], 'no proj after the heads',
@@ -192,6 +191,15 @@ def test_what_the_video_did_is_said_so_and_not_a_mistake(changes, said, tmp_path
     r, lines = check(tmp_path, edited(*changes))
     assert r.returncode == 0, r.stdout
     assert any(line.startswith('matches, as in the video: ') and said in line for line in lines.values()), r.stdout
+
+
+def test_k_at_q_transposed_is_the_lectures_computation_with_key_and_query_trading_names(tmp_path):
+    """wei = k @ q^T: wei[i, j] = key(x_i) . query(x_j), the lecture's q @ k^T with its two Linear layers named the
+    other way round. The same computation, trained alike: a variant at its line, not a mistake (exit 0)."""
+    text = edited(('wei = q @ k.transpose(-2,-1)', 'wei = k @ q.transpose(-2,-1)'))
+    r, lines = check(tmp_path, text)
+    assert r.returncode == 0 and lines['Head'] == f"matches: {cited(text, 'wei = k @ q')}: a variant, k @ q^T for " \
+        "q @ k^T: the key and query layers trade names (the same computation)", r.stdout
 
 
 def test_a_layer_by_another_name_is_found_by_its_role(tmp_path):

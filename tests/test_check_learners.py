@@ -107,8 +107,6 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
      'scores.softmax'),
     ('SelfAttentionHead', [('scores.softmax(-1)', 'scores.softmax(0)')], '`return self.drop(scores.softmax(0)) @ self.wv(x)` where the lecture has the softmax',
      'scores.softmax'),
-    ('SelfAttentionHead', [('self.wq(x) @ self.wk(x)', 'self.wk(x) @ self.wq(x)')], 'k @ q^T for q @ k^T',
-     'scores = self.wk'),
     ('SelfAttentionHead', [('@ self.wv(x)', '@ x')], 'x itself aggregated, not value(x)', '.softmax(-1)) @ x'),
     ('SelfAttentionHead', [('@ self.wv(x)', '@ self.wq(x)')], # (copied from the line above)
      '`return self.drop(scores.softmax(-1)) @ self.wq(x)` applies `wq` again, to the same input, where `wv`, never '
@@ -1470,6 +1468,10 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
     ([('dropout = 0.2\n', 'dropout = 0.2\nheads_per_block = n_head\n'), ('Block(n_embd, n_head=n_head)',
       'Block(n_embd, heads_per_block)')], 'BigramLanguageModel', 'matches; the past'), # (a count by its words)
     (FFWD_BY_ARGUMENT, 'FeedFoward', 'matches'),
+    (FFWD_BY_ARGUMENT[:1] + [('self.ffwd = FeedFoward(n_embd)', 'self.ffwd = FeedFoward(n_embd, 2 * n_embd)')],
+     'FeedFoward', 'matches: line 103: a variant, its inner width set by a setting of yours'), # (its caller's)
+    ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom common import encode\n')],
+     'BigramLanguageModel', 'matches; the past'), # (their common, not there: it stands in, not ours)
     ([('vocab_size = len(chars)\n', ''), ('class BigramLanguageModel(nn.Module):\n\n    def __init__(self):',
        'class BigramLanguageModel(nn.Module):\n\n    def __init__(self, vocab_size=vocab_size):')],
      'BigramLanguageModel', 'matches; the past'), # (a default no line sets: the data's, as it stands in elsewhere)

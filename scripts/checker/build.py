@@ -131,17 +131,25 @@ def read_as_config(cls, name):
             return True
     return False
 
+def meanings(names):
+    """{name: the setting it means} for a signature's names; of two widths, a later hidden_dim or inner_dim is
+    the feed-forward's ((d_model, hidden_dim))."""
+    meant = {}
+    for name in names:
+        meant[name] = meaning(name)
+        widths = [n for n, m in meant.items() if m == 'n_embd']
+        if len(widths) > 1 and re.search('hidden|inner', name.lower()):
+            meant[name] = 'ffwd_size'
+    return meant
+
 def arguments(cls, settings, own):
     """cls's parameters without a default, filled by meaning (settings: theirs, else one made)."""
-    kwargs, meant = {}, []
+    kwargs, meant = {}, meanings(inspect.signature(cls).parameters)
     for p in [p for p in inspect.signature(cls).parameters.values() if p.default is p.empty and p.kind not in (
             p.VAR_POSITIONAL, p.VAR_KEYWORD)]:
         kind = p.annotation if isinstance(p.annotation, type) and p.annotation.__module__ in own else None
-        meant.append(meaning(p.name))
-        if meant[-1] == 'n_embd' and 'n_embd' in meant[:-1] and re.search('hidden|inner', p.name.lower()):
-            meant[-1] = 'ffwd_size' # ((d_model, hidden_dim): the feed-forward's inner width)
-        if meant[-1] or not (kind or norm(p.name) in CONFIGS.split() or read_as_config(cls, p.name)):
-            kwargs[p.name] = settings(meant[-1] or 'n_embd') # (a name that says nothing: a width)
+        if meant[p.name] or not (kind or norm(p.name) in CONFIGS.split() or read_as_config(cls, p.name)):
+            kwargs[p.name] = settings(meant[p.name] or 'n_embd') # (a name that says nothing: a width)
             continue
         made = [c for c in settings.configs if kind is None or isinstance(c, kind)]
         classes = [kind] if kind else settings.classes

@@ -210,12 +210,13 @@ LECTURES = { # role: (its computation, its options as the lecture has them)
 # changed, where their code reorders or changes a step; a 'mistake', what the 'video' did, or a 'variant'
 VIDEO_SCALE = 'scaled by C**-0.5 (C = n_embd), as the video from 1:16:56; the published code: head_size**-0.5'
 ROPE = 'rotary position embeddings (RoPE) on q and k, for a position table'
+KQ = 'k @ q^T for q @ k^T: the key and query layers trade names (the same computation)'
 HEAD = [
     ('scale', 'C', 'video', VIDEO_SCALE, ('scaled',)),
     ('scale', 'times', 'mistake', 'multiplied by sqrt(head_size), not divided', ('scaled',)),
     ('scale', 'full', 'mistake', 'divided by head_size, not by its square root', ('scaled',)),
     ('mask', 'after', 'mistake', 'the mask applied after the softmax', ('masked after',)),
-    ('kq', True, 'mistake', 'k @ q^T for q @ k^T', ('q @ k^T',)),
+    ('kq', True, 'variant', KQ, ('q @ k^T',)),
     ('values', False, 'mistake', 'x itself aggregated, not value(x)', ('wei @ v',)),
     ('rotary', 'pairs', 'variant', ROPE, None), ('rotary', 'halves', 'variant', ROPE, None)]
 HINTS = {'C': r'\bC\b|embd|embed|d_model|x\.shape|x\.size', 'full': r'head|\bhs\b|d_k|dk\b'} # which, if equal

@@ -87,6 +87,19 @@ def import_(node, learner, names, where):
         node = ast.copy_location(ast.ImportFrom(node.module, node.names, 0) if node.module else ast.Import(node.names),
                                  node)
     before = {k: v for k, v in names.items() if isinstance(v, type)}
+    homes = (OURS[1], os.path.dirname(OURS[1])) # (scripts/ and the repository's: our common, gpt, check)
+    tops = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or '']
+    tops = [t.split('.')[0] for t in tops if t.split('.')[0] in sys.modules]
+    ours = {t: sys.modules.pop(t) for t in tops
+            if os.path.dirname(getattr(sys.modules[t], '__file__', '') or '') in homes}
+    path, sys.path[:] = sys.path[:], [p for p in sys.path if os.path.abspath(p or '.') not in homes]
+    try:
+        return imported(node, learner, names, where, before)
+    finally:
+        sys.path[:] = path
+        sys.modules.update(ours)
+
+def imported(node, learner, names, where, before):
     for _ in range(20):
         try:
             run([node], where, names)

@@ -7,6 +7,7 @@ import contextlib, inspect
 import torch
 
 from checker import explain
+from checker.build import meanings
 from checker.compare import Theirs, inline_activation, lecture, parting, walk
 from checker.explain import SDPA
 from checker.lecture import ATTENTIONS, LECTURES, STEP, STRUCTURE, Steps, out_of
@@ -206,8 +207,12 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
         glu = first.out_features == 2 * inner # (a gate and its values from one Linear)
         llama = abs(inner - 8 * C / 3) <= max(1, C / 16) # (a GLU's 8C/3: the weights of 4C with two Linears)
         wide = first.out_features == 4 * C or glu and (inner == 4 * C or llama)
+        set_by = False # (FeedForward(d_model, hidden_dim): its width set by its caller)
+        with contextlib.suppress(TypeError, ValueError):
+            set_by = 'ffwd_size' in meanings(inspect.signature(type(m)).parameters).values()
         if len(lay['linears']) == 2 and not wide:
-            found.append(('not 4x' if 'ffwd_size' not in ctx.settings.found else 'set width', made(first)))
+            set_by = set_by or 'ffwd_size' in ctx.settings.found
+            found.append(('set width' if set_by else 'not 4x', made(first)))
     if kind == 'Block':
         sa = lay['sa'] if isinstance(lay['sa'], torch.nn.Module) else None
         head = sa is not None and ctx.role_of(sa) == 'Head' and [c for _, c in layers(sa, torch.nn.Linear)]

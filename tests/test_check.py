@@ -230,7 +230,7 @@ def test_a_notebook_is_its_code_cells_in_order_and_the_last_definition_counts(tm
     cells += [code('%%bash\necho not python\n'), code('torch.tril?\n%%time\n'), code(right)]
     r, lines = check(tmp_path, json.dumps({'cells': cells}), 'mine.ipynb')
     assert r.returncode == 0 and r.stdout.startswith(f'note: left out: {tmp_path / "mine.ipynb"}, cell 4, line 1: '
-                                                      "a syntax error: '(' was never closed\n"), r.stdout
+                                                      "a syntax error: '(' was never closed: line 1\n"), r.stdout
 
 
 @pytest.mark.parametrize('name, text, said', [

@@ -1460,6 +1460,18 @@ UNRELATED = '''class Bigram(nn.Module):
 bigram = Bigram()
 model = BigramLanguageModel()
 '''
+SINUSOIDS = '''class Sinusoids(nn.Module):
+    def __init__(self, n_embd, max_len=1000):
+        super().__init__()
+        angle = torch.arange(max_len)[:, None] * torch.exp(torch.arange(0, n_embd, 2) * (-math.log(1e4) / n_embd))
+        pe = torch.zeros(max_len, n_embd)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+        self.register_buffer('pe', pe.unsqueeze(0))
+
+    def forward(self, x):
+        return x + self.pe[:, :x.size(1)]
+
+class BigramLanguageModel(nn.Module):'''
 RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its line starts)
     ([('import torch.nn as nn\nfrom torch.nn import functional as F\n', '')], 'BigramLanguageModel', 'matches; the past'),
     ([('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = MultiHeadAttention(n_embd, head_size)')],
@@ -1468,6 +1480,11 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
     ([('dropout = 0.2\n', 'dropout = 0.2\nheads_per_block = n_head\n'), ('Block(n_embd, n_head=n_head)',
       'Block(n_embd, heads_per_block)')], 'BigramLanguageModel', 'matches; the past'), # (a count by its words)
     (FFWD_BY_ARGUMENT, 'FeedFoward', 'matches'),
+    ([('import torch\n', 'import math\nimport torch\n'), ('class BigramLanguageModel(nn.Module):', SINUSOIDS),
+      ('self.position_embedding_table = nn.Embedding(block_size, n_embd)', 'self.positions = Sinusoids(n_embd)'),
+      ('pos_emb = self.position_embedding_table(torch.arange(T, device=device))\n        x = tok_emb + pos_emb',
+       'x = self.positions(tok_emb)')], 'BigramLanguageModel',
+     'matches: a variant, a fixed (sinusoidal) position table; the lecture learns one'), # (added in a module)
     (FFWD_BY_ARGUMENT[:1] + [('self.ffwd = FeedFoward(n_embd)', 'self.ffwd = FeedFoward(n_embd, 2 * n_embd)')],
      'FeedFoward', 'matches: line 103: a variant, its inner width set by a setting of yours'), # (its caller's)
     ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom common import encode\n')],
@@ -1514,3 +1531,41 @@ def test_a_device_chosen_by_torch_mps_is_available_is_a_setting_line_the_checker
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'", "device = 'mps' if torch.mps.is_available() else 'cpu'")))
     assert r.returncode == 0 and 'device' not in r.stdout and all(v.startswith('matches') for v in found.values()), \
         r.stdout
+
+
+def test_a_switch_read_from_a_config_the_file_never_makes_is_said_to_be_taken_as_off(tmp_path):
+    """`if not cfg.use_flash` with cfg from a module that isn't here: the checker takes the switch as off, and
+    says so, since the path it turns on goes unchecked."""
+    import test_check
+    r, found = test_check.check(tmp_path, test_check.edited(
+        ('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom hyper import cfg\n'),
+        ('        self.sa = MultiHeadAttention(n_head, head_size)',
+         '        self.sa = MultiHeadAttention(n_head, head_size) if not cfg.use_flash else None')))
+    assert r.returncode == 0 and "note: checked with use_flash off: your code reads it from a config it never " \
+        "makes (make one to check it on)\n" in r.stdout and found['Block'] == 'matches', r.stdout
+
+
+def test_a_syntax_error_in_a_line_the_checker_never_runs_leaves_out_that_statement_only(tmp_path):
+    """A `(` never closed in the training loop's print (or Python 3.12's f-strings, on an older Python): that
+    top-level statement is left out with a note, and the model checked. In a class, the same error is exit 2:
+    what would be checked can't be read."""
+    import test_check
+    broken = ('print(f"step {iter}: train loss', 'print((f"step {iter}: train loss')
+    r, found = test_check.check(tmp_path, test_check.edited(broken))
+    assert r.returncode == 0 and all(v.startswith('matches') for v in found.values()), r.stdout
+    assert re.search(r"^note: left out: \S+mine.py, line 173: a syntax error: .*: lines 170 to 180$", r.stdout,
+                     re.M), r.stdout
+    r, found = test_check.check(tmp_path, test_check.edited(('out = wei @ v', 'out = (wei @ v')))
+    assert r.returncode == 2 and 'a syntax error' in r.stderr + r.stdout, r.stdout + r.stderr
+
+
+def test_a_head_that_reads_t_from_the_files_globals_is_named_there(tmp_path):
+    """Head.forward without `B, T, C = x.shape`: T is the file's own (a cell's B, T, C = 4, 8, 32), so it fails on
+    fewer tokens: named as a global read at its line, not as a mask to cut."""
+    import test_check
+    text = test_check.edited(('        B,T,C = x.shape\n        k = self.key(x)', '        k = self.key(x)'),
+                             ('dropout = 0.2\n', 'dropout = 0.2\nB, T, C = 4, 16, 32\n'))
+    r, found = test_check.check(tmp_path, text)
+    assert r.returncode == 1 and found['Head'].startswith(
+        f"differs: {cited(text, 'wei = wei.masked_fill')}: its forward reads T from the file's globals (T = 16), "
+        "not from its input (B, T, C = x.shape): on 15 tokens"), r.stdout

@@ -54,8 +54,10 @@ class Settings:
         if meant == 'head_size':
             return self('n_embd') // self('n_head')
         return 4 * self('n_embd') if meant == 'ffwd_size' else LECTURE[meant]
+    off = set() # the switches read, taken as off
     def __getattr__(self, name):
         if name.startswith(('use_', 'is_', 'enable')): # a switch (use_rope): off
+            Settings.off.add(name)
             return False
         if name in vars(self).get('getters', ()):
             return Lookup(self)
@@ -210,6 +212,7 @@ class Builder:
         self.made, self.building = set(), False # the classes their own builds made, by name
         self.tried = [] # the classes whose build of theirs raised (a notebook's earlier version too)
         learner.build = self.build
+        Settings.off.clear() # (a check's own)
     def __enter__(self): # from now on a module knows the learner's line that made it
         self.init = init = nn.Module.__init__
         def made(module, *args, **kwargs):

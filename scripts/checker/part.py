@@ -2,7 +2,7 @@
 Step 4, a part checked: the walk beside the lecture's steps (compare.py), what its layers say, what is measured
 as it runs.
 """
-import contextlib, inspect
+import contextlib, dis, inspect
 
 import torch
 
@@ -26,9 +26,19 @@ def shorter(m, x, rest, kwargs, learner):
             m.eval()(x[:, :-1], *rest, **kwargs)
         return []
     except Exception as e:
-        words = (f"it runs on block_size = {x.shape[1]} tokens only, and generate needs fewer "
-                 f"(cut the mask to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}")
-        return [('mistake', words, None)] if learner.raised(e) else []
+        code = getattr(type(m).forward, '__code__', None)
+        loads = [i for i in dis.get_instructions(code) if i.opname == 'LOAD_GLOBAL'] if code else []
+        read = {i.argval: i.positions.lineno for i in loads}
+        sizes = [n for n in ('T', 'B', 'C') if n in read and type(type(m).forward.__globals__.get(n)) is int]
+        at = (code.co_filename, read[sizes[0]]) if sizes else None
+        if sizes: # (B, T, C = x.shape never written: the file's own T, from a cell before)
+            shown = ', '.join(f"{n} = {type(m).forward.__globals__[n]}" for n in sizes)
+            words = (f"its forward reads {', '.join(sizes)} from the file's globals ({shown}), not from its "
+                     f"input (B, T, C = x.shape): on {x.shape[1] - 1} tokens, {message(e)}")
+        else:
+            words = (f"it runs on block_size = {x.shape[1]} tokens only, and generate needs fewer "
+                     f"(cut the mask to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}")
+        return [('mistake', words, at)] if learner.raised(e) else []
 
 def check_part(label, m, kind, ctx, context, learner):
     """(status, [(kind, words, at)], stage, fix(instance): the lecture's part on its layers, or None)."""

@@ -282,6 +282,11 @@ def lines(rep, settings):
     never = [f"{name}={value}" for name, value in given if name not in elsewhere]
     if never:
         out.append(f"note: your code reads {', '.join(never)}, which it never sets: the lecture's values")
+    if Settings.off: # (use_rope read from a config the file never makes: the other path not checked)
+        them = 'it' if len(Settings.off) == 1 else 'them'
+        switches = ', '.join(sorted(Settings.off))
+        out.append(f"note: checked with {switches} off: your code reads {them} from a config it never makes "
+                   f"(make one to check {them} on)")
     if elsewhere:
         them = 'it' if len(elsewhere) == 1 else 'them'
         values = ', '.join(f"{name}={value}" for name, value in given if name in elsewhere)

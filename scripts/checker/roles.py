@@ -277,7 +277,10 @@ def model_layouts(m, ctx):
                pos=next((e for e in embeddings if e is not tok), None),
                bigram=head is None and tok.embedding_dim == tok.num_embeddings)
     C, T = tok.embedding_dim, block_size(m, ctx.settings)
-    tables = [(t, fixed) for fixed, items in ((False, m.parameters(recurse=False)), (True, m.buffers(recurse=False)))
+    inside = [b for _, c in kids if ctx.role_of(c) is None and not isinstance(c, nn.Embedding)
+              for b in c.buffers(recurse=False)] # (a module of theirs adding sinusoids: x + self.pe[:, :T])
+    tables = [(t, fixed) for fixed, items in ((False, m.parameters(recurse=False)),
+                                              (True, [*m.buffers(recurse=False), *inside]))
               for t in items if t.shape[-1] == C and t.numel() // C >= T and t.numel() % C == 0]
     if lay['pos'] is None and tables: # a table of its own: a Parameter (learned) or a buffer (fixed)
         table, fixed = tables[0]

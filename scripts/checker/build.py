@@ -134,8 +134,7 @@ def read_as_config(cls, name):
     return False
 
 def meanings(names):
-    """{name: the setting it means} for a signature's names; of two widths, a later hidden_dim or inner_dim is
-    the feed-forward's ((d_model, hidden_dim))."""
+    """{name: the setting it means}; of two widths, a later hidden_dim is the feed-forward's."""
     meant = {}
     for name in names:
         meant[name] = meaning(name)

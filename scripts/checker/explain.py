@@ -98,9 +98,8 @@ def plain_weights(m, events, learner, checked):
 COUNTS, SIZES = {'n_head', 'n_layer'}, {'n_embd', 'head_size', 'block_size', 'vocab_size', 'ffwd_size'}
 
 def crossing(call, cls):
-    """The arguments of a call to cls that mean another setting than their parameters: [(its name, the
-    parameter)], where two cross, or a count is given a size (MultiHeadAttention(n_embd, head_size) for
-    (num_heads, head_size)); and cls's parameters."""
+    """[(an argument's name, its parameter)] of a call to cls where two cross, or a count is given a size
+    (MultiHeadAttention(n_embd, head_size)); and cls's parameters."""
     params = [p for p in inspect.signature(cls).parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
     given = [(a, p.name) for a, p in zip(call.args, params)] + [(k.value, k.arg) for k in call.keywords]
     meant = [(build.meaning(named(a)), build.meaning(p), named(a), p) for a, p in given]
@@ -132,7 +131,7 @@ def swapped(m, learner):
     return []
 
 def miscalled(m, learner):
-    """Whether the line that made m gives its class an argument of another meaning (named where it is)."""
+    """Whether the line that made m gives its class an argument of another meaning."""
     with contextlib.suppress(Exception):
         line = ast.parse(learner.source(m.__dict__['_made_at']).strip().rstrip(':'))
         calls = [c for c in ast.walk(line) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)

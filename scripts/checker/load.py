@@ -244,10 +244,9 @@ def sources(path):
     return [(f"{path}, cell {i}", cell(s if isinstance(s, str) else ''.join(s))) for i, s in cells]
 
 def parse(code, where, left=None):
-    """The module's code; a marimo notebook's cells (@app.cell functions) as its top level, in order. A
-    top-level statement, not a definition, that doesn't parse (Python 3.12's f-strings in a loop) is left out,
-    said in left."""
-    lines = code.split('\n')
+    """The module's code; a marimo notebook's cells (@app.cell functions) as its top level, in order; a
+    top-level statement that doesn't parse, not a definition, left out (said in left)."""
+    lines, said, gone = code.split('\n'), None, [] # gone: [(first, last)] left out
     for _ in range(10):
         try:
             tree = ast.parse('\n'.join(lines))
@@ -256,13 +255,18 @@ def parse(code, where, left=None):
             top = lambda i: lines[i][:1] not in ' \t#)]}' and lines[i].strip() # (a top-level statement)
             first = next((i for i in range(min(e.lineno or 1, len(lines)) - 1, -1, -1) if top(i)), 0)
             end = next((i for i in range(first + 1, len(lines)) if top(i)), len(lines))
-            said = f"{where}, line {e.lineno}: a syntax error: {e.msg}"
+            said = said or f"{where}, line {e.lineno}: a syntax error: {e.msg}"
             if left is None or re.match(r'(async\s+)?(def|class)\b|@', lines[first]) or e.lineno is None:
-                raise CantCheck(said) from None
-            lines[first:end] = [''] * (end - first) # (the checker would not run it: a loop, a print)
-            left.append(f"{said}: " + (f"lines {first + 1} to {end}" if end > first + 1 else f"line {end}"))
-            text = [line + '\n' for line in lines] # (what inspect reads of it, for a class's source: this)
-            linecache.cache[where] = len(code), None, text, where
+                raise CantCheck(f"{where}, line {e.lineno}: a syntax error: {e.msg}") from None
+            lines[first:end] = [''] * (end - first) # (a loop, a print)
+            joined = next((a for a, b in gone if b == first), first + 1) # (next to the last: one span)
+            gone = [(a, b) for a, b in gone if b != first] + [(joined, end)]
+    else:
+        raise CantCheck(said)
+    if gone:
+        spans = ', '.join(f"{a} to {b}" if b > a else f"{a}" for a, b in gone)
+        left.append(f"{said}: line{'' if spans.isdigit() else 's'} {spans}")
+        linecache.cache[where] = len(code), None, [line + "\n" for line in lines], where # (inspect reads it)
     cell = lambda n: isinstance(n, ast.FunctionDef) and any(getattr(d, 'attr', '') == 'cell' for d in n.decorator_list)
     tree.body = [inner for node in tree.body for inner in ([i for i in node.body if not isinstance(i, ast.Return)]
                                                           if cell(node) else [node])]

@@ -213,8 +213,8 @@ def columns(t, of, B, T):
     return None if None in found else torch.tensor(found)
 
 def traced_layouts(m, lays, events, B, T):
-    """Layouts read from the values their code made: the channels of the one Linear that q, k and v each are
-    (in any order: k first, or interleaved in each head), and heads joined channel by channel before proj."""
+    """Layouts read from the values their code made: the one Linear's channels that q, k and v are (k first,
+    interleaved in each head), and heads joined channel by channel."""
     one = next((c for c in m.modules() if isinstance(c, nn.Linear) and c.out_features % 3 == 0 and any(
         c.out_features == 3 * lay['qkv'](torch.zeros(1, 1, width(m)))[0].shape[-1] for lay in lays)), None)
     made = [e.values[0] for e in events if e.module is one and e.values]

@@ -187,7 +187,7 @@ def failed(m, e, lengths, start, block, learner):
     return ''
 
 def without_targets(m, learner):
-    """Where a forward that returns None without targets returns with them: (file, line); None: it returns."""
+    """(file, line) of the return that only targets reach, where forward returns None without them."""
     code = getattr(type(m).forward, '__code__', None)
     with contextlib.suppress(Exception), torch.no_grad():
         if code is not None and m(torch.zeros(1, 1, dtype=torch.long)) is None:

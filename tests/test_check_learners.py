@@ -60,6 +60,7 @@ def named_in_a_test():
     import test_check
     said = [m[2] for m in test_check.MISTAKES + MISTAKES + NANOGPT + BATCHED + BY_VOCAB + WRAPPED] + [
         said for _, said in SAMPLED + OWN_LAYERS] + [said for _, _, said, _ in EXPLAINED] + [
+        said for _, _, said in RUN_AS_THEY_MEAN] + [
         line for f in FILES for line in [*expected(os.path.join(LEARNERS, f))[1].values(), *expected(
             os.path.join(LEARNERS, f))[2]]] + [said for _, said in test_check.VIDEO]
     return '\n'.join(said)
@@ -155,6 +156,10 @@ MISTAKES = [ # (the part, the change to renamed_layers.py, what the checker says
     ('CharGPT', [('self(context[:, -seq_len:])', 'self(context[:, :seq_len])')], # (the first block_size tokens)
      "generate feeds the model tokens that don't end with the one it has just sampled (line 91: "
      "`logits, _ = self(context[:, :seq_len])`): crop to the last block_size", None),
+    ('CharGPT', [('logits, _ = self(context[:, -seq_len:])', 'cond = context[:, :seq_len]\n'
+                  '            logits, _ = self(cond)')], # (the crop on a line of its own: named there)
+     "generate feeds the model tokens that don't end with the one it has just sampled (line 91: "
+     "`cond = context[:, :seq_len]`): crop to the last block_size", None),
     ('CharGPT', [('h = self.tok_emb(tokens) + self.pos_emb(', 'h = self.tok_emb(tokens) + 0 * self.pos_emb(')],
      'no position embedding', 'h = self.tok_emb'),
     ('CharGPT', [('seq_len = 16', 'seq_len = 80'), # a table longer than the vocabulary: no IndexError
@@ -1472,6 +1477,16 @@ SINUSOIDS = '''class Sinusoids(nn.Module):
         return x + self.pe[:, :x.size(1)]
 
 class BigramLanguageModel(nn.Module):'''
+EMBED = '''class Embed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.token_embedding_table = nn.Embedding(vocab_size, n_embd)
+        self.position_embedding_table = nn.Embedding(block_size, n_embd)
+
+    def forward(self, idx):
+        return self.token_embedding_table(idx) + self.position_embedding_table(torch.arange(idx.shape[1]))
+
+class BigramLanguageModel(nn.Module):'''
 RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its line starts)
     ([('import torch.nn as nn\nfrom torch.nn import functional as F\n', '')], 'BigramLanguageModel', 'matches; the past'),
     ([('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = MultiHeadAttention(n_embd, head_size)')],
@@ -1480,6 +1495,18 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
     ([('dropout = 0.2\n', 'dropout = 0.2\nheads_per_block = n_head\n'), ('Block(n_embd, n_head=n_head)',
       'Block(n_embd, heads_per_block)')], 'BigramLanguageModel', 'matches; the past'), # (a count by its words)
     (FFWD_BY_ARGUMENT, 'FeedFoward', 'matches'),
+    ([('self.ln_f = nn.LayerNorm(n_embd)', 'self.ln_f = nn.LayerNorm(n_embd, bias=False)')], 'BigramLanguageModel',
+     "matches: line 135: a variant, a LayerNorm without bias (bias=False; the lecture's have one)"),
+    ([('nn.Embedding(vocab_size, n_embd)', 'nn.Embedding(config.vocab_size, n_embd)'), ('nn.Linear(n_embd, vocab_size)',
+      'nn.Linear(n_embd, config.vocab_size)'), ('class BigramLanguageModel(nn.Module):', 'class Config:\n    vocab_size '
+      '= None\n\nconfig = Config()\nconfig.vocab_size = vocab_size\n\nclass BigramLanguageModel(nn.Module):')],
+     'BigramLanguageModel', 'matches; the past'), # (a config's field set from the data, at the top level)
+    ([('        self.token_embedding_table = nn.Embedding(vocab_size, n_embd)\n        self.position_embedding_table = '
+       'nn.Embedding(block_size, n_embd)', '        self.embed = Embed()'),
+      ('tok_emb = self.token_embedding_table(idx)\n        pos_emb = self.position_embedding_table(torch.arange(T, '
+       'device=device))\n        x = tok_emb + pos_emb', 'x = self.embed(idx)'),
+      ('class BigramLanguageModel(nn.Module):', EMBED)], 'BigramLanguageModel',
+     'matches; the past'), # (the embeddings in a module of theirs: no model, no part)
     ([('import torch\n', 'import math\nimport torch\n'), ('class BigramLanguageModel(nn.Module):', SINUSOIDS),
       ('self.position_embedding_table = nn.Embedding(block_size, n_embd)', 'self.positions = Sinusoids(n_embd)'),
       ('pos_emb = self.position_embedding_table(torch.arange(T, device=device))\n        x = tok_emb + pos_emb',
@@ -1517,6 +1544,8 @@ def test_what_a_learner_means_is_what_is_run_and_a_slip_is_named_at_its_cause(ch
     import test_check
     r, found = test_check.check(tmp_path, test_check.edited(*changes))
     assert found[part].startswith(said), r.stdout
+    if part == 'BigramLanguageModel' and said.startswith('matches'): # (and nothing else is called wrong)
+        assert all(line.startswith('matches') for line in found.values()), r.stdout
     if changes[0][0].startswith('import torch.nn'): # (nn and F taken out: each named at the line that first needs
         # it, that line once)
         assert 'line 58: `class Head(nn.Module):`: F is never imported (import torch.nn.functional as F); checked ' \
@@ -1569,3 +1598,15 @@ def test_a_head_that_reads_t_from_the_files_globals_is_named_there(tmp_path):
     assert r.returncode == 1 and found['Head'].startswith(
         f"differs: {cited(text, 'wei = wei.masked_fill')}: its forward reads T from the file's globals (T = 16), "
         "not from its input (B, T, C = x.shape): on 15 tokens"), r.stdout
+
+
+def test_a_part_built_at_an_earlier_block_size_is_checked_at_its_own_length(tmp_path):
+    """A notebook's head tried out while block_size was 8 (its mask 8 x 8), then block_size set to 16 for the
+    model: that head, which no model holds, is checked at a length its mask has, not at the model's."""
+    import test_check
+    text = test_check.edited()
+    head = text[text.index('class Head'):text.index('class MultiHeadAttention')].replace('class Head', 'class ProbeHead')
+    text = text.replace('class MultiHeadAttention', head + 'block_size = 8\nprobe = ProbeHead(8)\nblock_size = 16\n\n'
+                        'class MultiHeadAttention', 1)
+    r, found = test_check.check(tmp_path, text)
+    assert r.returncode == 0 and found['ProbeHead'] == 'matches', r.stdout

@@ -270,6 +270,7 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'proj no bias': ('variant', "no bias in proj (the lecture's has one)"),
     'ffwd no bias': ('variant', "no bias in the feed-forward's Linear layers (the lecture's have one)"),
     'lm_head no bias': ('variant', "no bias in lm_head (the lecture's has one)"),
+    'norm no bias': ('variant', "a LayerNorm without bias (bias=False; the lecture's have one)"),
     'fused qkv': ('variant', 'q, k and v from one Linear, split in three (as nanoGPT)'),
     'head proj': ('variant', "a Linear of each head's own after wei @ v, where the lecture's Head returns wei @ v "
                              "(and proj comes once, after the heads side by side)"),

@@ -341,9 +341,21 @@ def run_selected(tree, learner, names, where):
                 learner.notes.setdefault('unread', []).append(said)
         elif is_setting(node, names) and not (isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)):
             with contextlib.suppress(BaseException): # (one made from the data, never read, is left out; argparse exits)
-                run([node], where, names)
+                setting(node, learner, names, where)
         for call in builds(node, learner, names) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) else []:
             learner.build(call, names, where)
+
+def setting(node, learner, names, where):
+    """Run a line of settings; one reading what only the data makes (config.vocab_size = vocab_size): with the
+    settings' value."""
+    from checker.build import Settings, meaning # (build.py imports this module)
+    try:
+        run([node], where, names)
+    except NameError as e:
+        if not meaning(e.name) or e.name in names:
+            raise
+        names[e.name] = Settings(names, learner.own)(meaning(e.name))
+        run([node], where, names)
 
 def load(path, learner):
     """Run the learner's file's imports, settings and definitions, and build its models (learner.build)."""

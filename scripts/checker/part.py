@@ -209,6 +209,11 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
     unbiased = [layer for layer in own if isinstance(layer, torch.nn.Linear) and layer.bias is None]
     if kind in BIASED and unbiased:
         found.append((BIASED[kind], made(unbiased[0])))
+    norms = [*lay.get('norms', ()), lay.get('final')] # (the Block's ln1 and ln2, the model's ln_f)
+    plain = [n for n in norms if isinstance(n, torch.nn.LayerNorm) and n.weight is not None
+             and n.bias is None]
+    if plain:
+        found.append(('norm no bias', made(plain[0])))
     if kind == 'FeedForward':
         first = lay['linears'][0]
         if len(lay['linears']) == 1 and context >= 5:

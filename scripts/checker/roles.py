@@ -42,8 +42,10 @@ class Context:
     def example(self, m):
         """(args, kwargs) of the shape m's model gave it, else guessed; new numbers (a NaN upstream stays)."""
         g, shape = torch.Generator().manual_seed(0), [] if has(m, nn.Embedding) else [width(m)]
-        (x, *rest), kwargs = self.inputs.get(id(m)) or ((torch.zeros(self.B, self.T or block_size(
-            m, self.settings), *shape),), {})
+        T = block_size(m, self.settings) # (a part no model gives an input: the models' length, where its mask
+        if self.T: # is long enough, else one of its own)
+            T = self.T if self.T <= T else context_length(m, self.settings)
+        (x, *rest), kwargs = self.inputs.get(id(m)) or ((torch.zeros(self.B, T, *shape),), {})
         x = torch.randn(x.shape, generator=g) if x.dim() == 3 else torch.randint(vocab(m), x.shape, generator=g)
         return (x, *rest), kwargs
     def call(self, m, x):
@@ -142,8 +144,9 @@ def find_role(m, ctx):
         if 'Block' in kinds:
             return 'blocks'
         return kinds.pop() if len(kinds) == 1 else None
-    if has(m, nn.Embedding):
-        return 'the model'
+    tables = [e for e in m.modules() if isinstance(e, nn.Embedding)]
+    if tables and (has(m, nn.Linear) or any(e.num_embeddings == e.embedding_dim for e in tables)):
+        return 'the model' # (not the embeddings alone, in a module of theirs: a bigram's table is square)
     if not has(m, nn.Linear):
         return 'LayerNorm' if all(p.dim() <= 1 for p in m.parameters()) else None
     if 'Block' in kids or 'blocks' in kids:

@@ -199,6 +199,18 @@ def without_targets(m, learner):
             return (code.co_filename, code.co_firstlineno + min(back) - 1) if back else None
     return None
 
+def assigned(learner, at):
+    """The line before a call at `at` (self(idx_cond)), in its function, that last sets the name it passes;
+    else at."""
+    passed = re.search(r'\(\s*(\w+)', learner.source(at) or '')
+    text = learner.texts.get(at[0]) or linecache.getlines(at[0])
+    for i in range(at[1] - 1, max(0, at[1] - 30), -1) if passed else []:
+        if re.match(rf'\s*{passed[1]}\s*=[^=]', text[i - 1]):
+            return at[0], i
+        if re.match(r'\s*def ', text[i - 1]): # (in the same function only)
+            break
+    return at
+
 def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
     and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
@@ -284,7 +296,8 @@ def sampling(m, block, learner):
                 said.append(('mistake', f"generate appends another tensor than the token it has just sampled ("
                              f"{learner.place(other)}: `{learner.source(other)}`)"))
             elif stale:
-                at = f" ({learner.place(stale[0])}: `{learner.source(stale[0])}`)" if stale[0] else ''
+                crop = assigned(learner, stale[0]) if stale[0] else None
+                at = f" ({learner.place(crop)}: `{learner.source(crop)}`)" if crop else ''
                 said.append(('mistake', f"generate feeds the model tokens that don't end with the one it has just "
                              f"sampled{at}: crop to the last block_size, idx[:, -block_size:]"))
             if set(lengths) == {1} and alone: # (a bigram: the last token is all it reads)

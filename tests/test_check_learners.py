@@ -1584,6 +1584,9 @@ def test_a_syntax_error_in_a_line_the_checker_never_runs_leaves_out_that_stateme
     assert r.returncode == 0 and all(v.startswith('matches') for v in found.values()), r.stdout
     assert re.search(r"^note: left out: \S+mine.py, line 173: a syntax error: .*: lines 170 to 180$", r.stdout,
                      re.M), r.stdout
+    unmatched = ("{losses['val']:.4f}\")", "{losses['val']:.4f}\"))") # (a tokenizer's error, found first)
+    r, found = test_check.check(tmp_path, test_check.edited(unmatched, ('import torch\n', 'import torch\n!nvidia-smi\n')))
+    assert r.returncode == 0 and re.search(r"^note: left out: .*: lines 5, 171 to 181$", r.stdout, re.M), r.stdout
     r, found = test_check.check(tmp_path, test_check.edited(('out = wei @ v', 'out = (wei @ v')))
     assert r.returncode == 2 and 'a syntax error' in r.stderr + r.stdout, r.stdout + r.stderr
 

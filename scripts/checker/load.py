@@ -246,7 +246,7 @@ def sources(path):
 def parse(code, where, left=None):
     """The module's code; a marimo notebook's cells (@app.cell functions) as its top level, in order; a
     top-level statement that doesn't parse, not a definition, left out (said in left)."""
-    lines, said, gone = code.split('\n'), None, [] # gone: [(first, last)] left out
+    lines, said, gone = code.split('\n'), None, set() # gone: the numbers of the lines left out
     for _ in range(10):
         try:
             tree = ast.parse('\n'.join(lines))
@@ -259,12 +259,13 @@ def parse(code, where, left=None):
             if left is None or re.match(r'(async\s+)?(def|class)\b|@', lines[first]) or e.lineno is None:
                 raise CantCheck(f"{where}, line {e.lineno}: a syntax error: {e.msg}") from None
             lines[first:end] = [''] * (end - first) # (a loop, a print)
-            joined = next((a for a, b in gone if b == first), first + 1) # (next to the last: one span)
-            gone = [(a, b) for a, b in gone if b != first] + [(joined, end)]
+            gone |= set(range(first + 1, end + 1))
     else:
         raise CantCheck(said)
     if gone:
-        spans = ', '.join(f"{a} to {b}" if b > a else f"{a}" for a, b in gone)
+        starts = [n for n in sorted(gone) if n - 1 not in gone]
+        ends = [n for n in sorted(gone) if n + 1 not in gone]
+        spans = ', '.join(f"{a} to {b}" if b > a else f"{a}" for a, b in zip(starts, ends))
         left.append(f"{said}: line{'' if spans.isdigit() else 's'} {spans}")
         linecache.cache[where] = len(code), None, [line + "\n" for line in lines], where # (inspect reads it)
     cell = lambda n: isinstance(n, ast.FunctionDef) and any(getattr(d, 'attr', '') == 'cell' for d in n.decorator_list)

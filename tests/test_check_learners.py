@@ -255,6 +255,17 @@ WRAPPED = [ # the same, where the Blocks sit in a module of their own
 ]
 
 
+def checked_with(file, changes, tmp_path):
+    """(what scripts/check.py prints, the text) for a fixture with each change made once."""
+    with open(file, encoding='utf-8') as f:
+        text = f.read()
+    for old, new in changes:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (tmp_path / 'mine.py').write_text(text)
+    return run_here('scripts/check.py', str(tmp_path / 'mine.py')), text
+
+
 @pytest.mark.parametrize('part, changes, named, at, file', [(*m, RENAMED) for m in MISTAKES] + [
     (*m, os.path.join(LEARNERS, 'nanogpt_layout.py')) for m in NANOGPT] + [
     (*m, os.path.join(LEARNERS, 'batched_4d.py')) for m in BATCHED] + [
@@ -262,13 +273,7 @@ WRAPPED = [ # the same, where the Blocks sit in a module of their own
     (*m, os.path.join(LEARNERS, 'wrapped_blocks.py')) for m in WRAPPED],
     ids=[f'{p}: {n}' for p, _, n, _ in MISTAKES + NANOGPT + BATCHED + BY_VOCAB + WRAPPED])
 def test_each_mistake_is_named_under_the_learners_own_names_at_its_line(part, changes, named, at, file, tmp_path):
-    with open(file, encoding='utf-8') as f:
-        text = f.read()
-    for old, new in changes:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    (tmp_path / 'mine.py').write_text(text)
-    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    r, text = checked_with(file, changes, tmp_path)
     found = parts(r.stdout)
     assert r.returncode == 1 and found[part].startswith('differs: ') and \
         (f"{cited(text, at)}: " if at else '') + named in found[part], r.stdout
@@ -1430,13 +1435,7 @@ def test_one_linears_q_k_and_v_are_read_in_the_order_and_layout_their_code_split
     """nanoGPT's c_attn split k first, or each head's q, k and v interleaved (view(B, T, nh, hs, 3)), and the heads
     joined channel by channel (hs before nh): the lecture's computation in another layout, read from the values
     their code made. It matches; the channel order, which proj learns either way, is a variant at its line."""
-    with open(os.path.join(LEARNERS, 'nanogpt_layout.py'), encoding='utf-8') as f:
-        text = f.read()
-    for old, new in changes:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    (tmp_path / 'mine.py').write_text(text)
-    r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
+    r, text = checked_with(os.path.join(LEARNERS, 'nanogpt_layout.py'), changes, tmp_path)
     assert r.returncode == 0 and parts(r.stdout)['CausalSelfAttention'] == (
         f"matches: {variant}a variant, bias in key, query and value (the lecture's have none); line 43: a variant, "
         f"q, k and v from one Linear, split in three (as nanoGPT); {cited(text, 'y = F.scaled_dot')}: a variant, "

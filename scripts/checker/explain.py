@@ -1,7 +1,7 @@
 """
 Step 5, explaining: what a part does that no output shows, measured as it runs: (kind, words, at).
 """
-import ast, contextlib, inspect, linecache, re, textwrap
+import ast, contextlib, inspect, re
 
 import torch
 import torch.nn as nn
@@ -114,10 +114,8 @@ def swapped(m, learner):
     code = getattr(type(m).__init__, '__code__', None)
     if code is None or code.co_filename not in learner.files:
         return []
-    lines = learner.texts.get(code.co_filename) or linecache.getlines(code.co_filename)
-    last = max(line for *_, line in code.co_lines() if line)
     with contextlib.suppress(SyntaxError):
-        tree = ast.parse(textwrap.dedent('\n'.join(l.rstrip('\n') for l in lines[code.co_firstlineno - 1:last])))
+        tree = learner.parsed(code)
         for call in [c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]:
             cls = learner.names.get(call.func.id)
             if not (isinstance(cls, type) and issubclass(cls, nn.Module) and cls.__module__ in learner.own):

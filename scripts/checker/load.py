@@ -3,7 +3,7 @@ Step 1, load: of the learner's file (a script, a notebook's cells, the modules b
 settings and definitions run, and the calls that build a model (build.py); never what reads data or trains.
 """
 import __future__, argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json
-import linecache, os, pkgutil, re, sys, traceback, types
+import linecache, os, pkgutil, re, sys, textwrap, traceback, types
 
 import torch
 import torch.nn as nn
@@ -49,6 +49,12 @@ class Learner:
         """Their line at (file, line), as they wrote it, without its comment."""
         lines = self.texts.get(at[0]) or linecache.getlines(at[0])
         return lines[at[1] - 1].split('  #')[0].split(' # ')[0].strip() if 0 < at[1] <= len(lines) else ''
+    def parsed(self, code):
+        """The syntax tree of the function whose code object is code, as they wrote it (its lines numbered from
+        its def: code.co_firstlineno + n.lineno - 1 is theirs); SyntaxError where it can't be read."""
+        lines = self.texts.get(code.co_filename) or linecache.getlines(code.co_filename)
+        last = max(line for *_, line in code.co_lines() if line)
+        return ast.parse(textwrap.dedent('\n'.join(l.rstrip('\n') for l in lines[code.co_firstlineno - 1:last])))
     def line(self, *skip):
         """(file, line) of their code running now: its innermost frame (not in a method of skip's)."""
         f = sys._getframe(1)

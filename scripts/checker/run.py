@@ -3,7 +3,7 @@ Step 3, running: every tensor a part makes, at the learner's line, and what each
 module of a model receives; forward and generate called by what their parameters mean; what must hold of a
 model whatever its weights.
 """
-import ast, contextlib, functools, inspect, linecache, math, re, textwrap, traceback
+import ast, contextlib, functools, inspect, math, re, traceback
 
 import torch
 import torch.nn as nn
@@ -191,10 +191,7 @@ def without_targets(m, learner):
     code = getattr(type(m).forward, '__code__', None)
     with contextlib.suppress(Exception), torch.no_grad():
         if code is not None and m(torch.zeros(1, 1, dtype=torch.long)) is None:
-            text = learner.texts.get(code.co_filename) or linecache.getlines(code.co_filename)
-            last = max(line for *_, line in code.co_lines() if line)
-            lines = [line.rstrip('\n') for line in text[code.co_firstlineno - 1:last]]
-            tree = ast.parse(textwrap.dedent('\n'.join(lines)))
+            tree = learner.parsed(code)
             back = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None]
             return (code.co_filename, code.co_firstlineno + min(back) - 1) if back else None
     return None
@@ -202,12 +199,11 @@ def without_targets(m, learner):
 def assigned(learner, at):
     """The line before a call at `at` (self(idx_cond)), in its function, that last sets the name it passes;
     else at."""
-    passed = re.search(r'\(\s*(\w+)', learner.source(at) or '')
-    text = learner.texts.get(at[0]) or linecache.getlines(at[0])
+    passed = re.search(r'\(\s*(\w+)', learner.source(at))
     for i in range(at[1] - 1, max(0, at[1] - 30), -1) if passed else []:
-        if re.match(rf'\s*{passed[1]}\s*=[^=]', text[i - 1]):
+        if re.match(rf'{passed[1]}\s*=[^=]', learner.source((at[0], i))):
             return at[0], i
-        if re.match(r'\s*def ', text[i - 1]): # (in the same function only)
+        if learner.source((at[0], i)).startswith('def '): # (in the same function only)
             break
     return at
 

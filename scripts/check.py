@@ -93,9 +93,10 @@ def checked(path, build=None):
             return quietly(check, learner, builder, gpu=gpu)
     finally: # the learner's modules and the stand-ins go: another check in this process starts afresh
         torch.set_default_dtype(dtype)
+        # (a misspelt name that stood for the module)
         for name in [n for n in set(sys.modules) - before if n == 'learner' or isinstance(sys.modules[n], StandInModule)
                      or isinstance(getattr(sys.modules[n], '__loader__', None), Siblings) or
-                     getattr(sys.modules[n], '__name__', n) != n]: # (a misspelt name that stood for the module)
+                     getattr(sys.modules[n], '__name__', n) != n]:
             del sys.modules[name]
 
 def main(argv):
@@ -106,7 +107,8 @@ def main(argv):
     args = p.parse_args(argv)
     try:
         rep = checked(args.path, args.build)
-    except Exception as e: # a file that can't be checked; or the checker's own failure: one line, never a traceback
+    # a file that can't be checked; or the checker's own failure: one line, never a traceback
+    except Exception as e:
         common.fail(str(e) if isinstance(e, CantCheck) else f"the checker failed on {args.path}: {type(e).__name__}: "
                     f"{e} (a bug of the checker's)", code=2)
     print('\n'.join(rep.lines))

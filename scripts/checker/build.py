@@ -64,7 +64,8 @@ class Settings:
         if name.startswith('__') or not meaning(name):
             raise AttributeError(name)
         return self(meaning(name))
-    def __getitem__(self, key): # (a config's key; a section of a nested config, config['model']['n_embd']: these)
+    # (a config's key; a section of a nested config, config['model']['n_embd']: these)
+    def __getitem__(self, key):
         if isinstance(key, str) and not meaning(key) and 'emb' in key.lower(): # (config['token_embed'])
             return self('n_embd')
         return self.__getattr__(key) if not isinstance(key, str) or meaning(key) else self
@@ -180,8 +181,9 @@ def supply(classes, settings, supplied):
         loads = [i for c in codes(cls) for i in dis.get_instructions(c) if i.opname == 'LOAD_GLOBAL']
         called = {i.argval for i in loads if 'NULL' in i.argrepr} # (Block(...): a class, never a setting)
         for name in {i.argval for i in loads}:
+            # (StandIn: a package's)
             unset = name not in scope or meaning(name) == 'device' or isinstance(scope[name], StandIn) or (
-                scope[name] in (None, 0) or name in DATA and scope[name] in ({}, [], '')) # (StandIn: a package's)
+                scope[name] in (None, 0) or name in DATA and scope[name] in ({}, [], ''))
             if (meaning(name) and name not in called or name in DATA) and unset and (id(scope), name) not in seen and \
                     not hasattr(builtins, name):
                 seen.add((id(scope), name))
@@ -235,7 +237,8 @@ class Builder:
                 v = value(node)
             except Exception:
                 return settings(meant) if meant else value(node)
-            return settings(meant) if meant and type(v) is int and not fits(meant, v) else v # (len(chars) of '')
+            # (len(chars) of '')
+            return settings(meant) if meant and type(v) is int and not fits(meant, v) else v
         cls = None
         try: # (their build failing, the class is built alone: its line says why)
             cls = value(call.func)
@@ -276,7 +279,8 @@ class Builder:
             for p in inspect.signature(fn).parameters.values():
                 if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                     continue
-                if p.default is not p.empty and not isinstance(p.default, Settings): # (one the data was to make)
+                # (one the data was to make)
+                if p.default is not p.empty and not isinstance(p.default, Settings):
                     local[p.name] = p.default
                 else:
                     local[p.name] = settings(meaning(p.name)) if meaning(p.name) else settings

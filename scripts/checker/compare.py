@@ -78,7 +78,8 @@ class Theirs:
         if key not in self.seen:
             c = self.canon(value)
             shape, (n, top) = (c.shape, size(c)) if c is not None else (None, (0, 0))
-            near = lambda m: abs(m[0] - n) <= TOL * c.numel() * max(m[1], top, 1e-6) # (what close allows, summed)
+            # (what close allows, summed)
+            near = lambda m: abs(m[0] - n) <= TOL * c.numel() * max(m[1], top, 1e-6)
             self.seen[key] = next((i for i, t, m in self.shaped.get(shape, ())
                                    if (i in self.used or not used) and near(m) and close(t, c)), None)
         return self.seen[key]
@@ -91,7 +92,8 @@ class Theirs:
         if i is None or i < 0:
             return None
         t = self.events[i].outs[0]
-        returns = lambda w: any(o is t for o in w.outs) and not any(a is t for a in tensors(w.args)) # (a Dropout in eval: not)
+        # (a Dropout in eval: not)
+        returns = lambda w: any(o is t for o in w.outs) and not any(a is t for a in tensors(w.args))
         for w in [w for w in self.events[i:] if w.module not in (None, self.m) and returns(w)]:
             made, child = w.module.__dict__.get('_made_at'), any(w.module is c for c in self.m.children())
             if child and w.at in self.own or made and (not child and made in self.own or w.at is None):
@@ -170,11 +172,13 @@ def best(kind, steps, i, o, swaps, theirs, run):
         new = run(*t[2:])
         p = -1 if new is None else parting(new, theirs)
         p = len(new.values) + 1 if p is None else p
-        names = list(new.values) if new else [] # (a step of theirs, or the next: the mask first, then the scale)
+        # (a step of theirs, or the next: the mask first, then the scale)
+        names = list(new.values) if new else []
         named = [n for n in (t[1][4] or () if not t[0] else ()) if n in names]
         near = [m for n in named for m in names[names.index(n):][:2]]
         shows = new and (t[0] or not t[1][4] or any(theirs.find(new.values.get(n)) is not None for n in near))
-        if p > i + NEEDS[t[0]] + (t[0] == 1 and len(t[1]) > 1) and shows: # (the catalogue's, in a value of theirs)
+        # (the catalogue's, in a value of theirs)
+        if p > i + NEEDS[t[0]] + (t[0] == 1 and len(t[1]) > 1) and shows:
             scored.append((p, t, new))
     top = max((p for p, *_ in scored), default=None)
     return min([(t, new) for p, t, new in scored if p == top], key=lambda c: (c[0][0], not hinted(c[0], theirs, steps)),
@@ -272,7 +276,8 @@ def described(name, value, steps, event, theirs):
         return "the future filled with 0, not -inf, before the softmax: it still gets weight"
     if future is not None and future.isfinite().any():
         return "the mask lets the future through: it must fill the future (above the diagonal) with -inf"
-    added = value - steps.before[name] if name in ('x + sa', 'x + ffwd') else None # (what the branch is added to)
+    # (what the branch is added to)
+    added = value - steps.before[name] if name in ('x + sa', 'x + ffwd') else None
     ln, branch = ('ln1', 'the attention') if name == 'x + sa' else ('ln2', 'the feed-forward')
     if added is not None and close(added, steps.values.get(ln)): # (ln(x) + sa(ln(x)))
         return (f"`{theirs.source(event)}` adds {branch}'s output to {ln}(x), not to x: the residual stream "

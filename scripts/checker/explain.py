@@ -80,8 +80,9 @@ def plain_weights(m, events, learner, checked):
     used = {id(t) for e in events for t in tensors((e.args, e.kwargs))} - made
     for s in [s for s in safe_modules(m) if s is m or not checked(s)]:
         own = type(s).parameters is not nn.Module.parameters # (a parameters() of their own: meant as weights)
+        # (a mask of 0s and 1s: no weight)
         plain = [n for n, v in vars(s).items() if id(v) in used and v.is_floating_point() and (own or v.requires_grad)
-                 and not (v.dim() == 2 and bool(((v == 0) | (v == 1)).all()))] # (a mask of 0s and 1s: no weight)
+                 and not (v.dim() == 2 and bool(((v == 0) | (v == 1)).all()))]
         if not plain:
             continue
         names = ' and '.join(f'`{n}`' for n in plain)
@@ -197,9 +198,10 @@ def heads_width(lay, x):
     n, C, wide = len(lay['heads']), x.shape[-1], 0
     with contextlib.suppress(Exception), torch.no_grad(): # (a head that needs more than x: not measured)
         wide = sum(out_of(h(x)).shape[-1] for h in lay['heads'])
+    # (n_embd 256 in 6 heads: 6 of 42, as the lecture's code)
     return [('mistake', f"its {n} heads together are {wide} wide, not n_embd = {C}: each is n_embd // "
              f"n_head = {C // n} wide", lay['heads'][0].__dict__.get('_made_at'))] if (
-        wide and n > 1 and wide // n != C // n) else [] # (n_embd 256 in 6 heads: 6 of 42, as the lecture's code)
+        wide and n > 1 and wide // n != C // n) else []
 
 def repeated(blocks):
     """Blocks that are one repeated ([Block()] * n): they share their weights."""
@@ -214,7 +216,8 @@ def shared_norm(events, ctx):
         if e.module is not None and ctx.role_of(e.module) == 'LayerNorm' and tensors(e.args):
             inputs.setdefault(e.module, []).append(tensors(e.args)[0])
     differ = lambda xs: any(x.shape != xs[0].shape or not torch.equal(x, xs[0]) for x in xs)
-    twice = next((n for n, xs in inputs.items() if differ(xs)), None) # (the same input twice: the same result)
+    # (the same input twice: the same result)
+    twice = next((n for n, xs in inputs.items() if differ(xs)), None)
     if twice is None:
         return []
     return [('mistake', "one LayerNorm normalizes the input of both the attention and the feed-forward: "
@@ -275,7 +278,8 @@ def unused(m, args, kwargs, ctx):
     with contextlib.suppress(Exception): # (none named where it can't run backward)
         out = call(m, args, kwargs).float().nan_to_num()
         (out * torch.randn(out.shape, generator=torch.Generator().manual_seed(1))).sum().backward()
-        idle = [n for n, c in m.named_children() if {p.grad for p in nn.Module.parameters(c)} == {None}] # (no gradient)
+        # (no gradient)
+        idle = [n for n, c in m.named_children() if {p.grad for p in nn.Module.parameters(c)} == {None}]
         names = [n.rsplit('.', 1)[0] for n, p in m.named_parameters() if id(p) not in theirs and p.grad is None]
         return [f"`{n}`" for n in dict.fromkeys(idle + [n for n in names if n.split('.')[0] not in idle])]
     return []

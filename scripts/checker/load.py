@@ -77,7 +77,8 @@ class StandIn:
         if not StandIn.loading:
             raise Missing(self.name)
         return args[0] if len(args) == 1 and callable(args[0]) and not kwargs else self
-    __getitem__ = __or__ = __ror__ = lambda self, other: self # annotations: Float[Tensor, 'b t'], Tensor | None
+    # annotations: Float[Tensor, 'b t'], Tensor | None
+    __getitem__ = __or__ = __ror__ = lambda self, other: self
     __mro_entries__ = lambda self, bases: (nn.Module,)
 
 class StandInModule(types.ModuleType):
@@ -89,7 +90,8 @@ class StandInModule(types.ModuleType):
 
 def import_(node, learner, names, where):
     """An import; a package that isn't installed stands in (a module of one that is, misspelt, raises)."""
-    if getattr(node, 'level', 0) == 1 and not names.get('__package__'): # from .model import GPT: the file beside
+    # from .model import GPT: the file beside
+    if getattr(node, 'level', 0) == 1 and not names.get('__package__'):
         node = ast.copy_location(ast.ImportFrom(node.module, node.names, 0) if node.module else ast.Import(node.names),
                                  node)
     before = {k: v for k, v in names.items() if isinstance(v, type)}
@@ -109,8 +111,10 @@ def imported(node, learner, names, where, before):
     for _ in range(20):
         try:
             run([node], where, names)
-            for k in [k for k, v in names.items() if isinstance(v, StandIn) and k in before]: # (their class, from a
-                names[k] = before[k] # package not here: the one the notebook defined stays)
+            # (their class, from a
+            # package not here: the one the notebook defined stays)
+            for k in [k for k, v in names.items() if isinstance(v, StandIn) and k in before]:
+                names[k] = before[k]
             return
         except ModuleNotFoundError as e:
             top = (e.name or '.').split('.')[0]
@@ -144,7 +148,8 @@ def unimported(node, learner, names, where):
         try:
             done = run([node], where, names)
         except NameError as e:
-            made = any(re.match(rf"\s*([\w.]+\s*,\s*)*{e.name}\s*(,\s*[\w.]+\s*)*(:[^=]*)?=[^=]", line) # (a, b = ...)
+            # (a, b = ...)
+            made = any(re.match(rf"\s*([\w.]+\s*,\s*)*{e.name}\s*(,\s*[\w.]+\s*)*(:[^=]*)?=[^=]", line)
                        for text in learner.texts.values()
                        for line in text)
             if e.name not in USUAL and made and e.name not in names: # (a line the checker skips)
@@ -242,7 +247,8 @@ def sources(path):
         return [(path, text)]
     try:
         notebook = json.loads(text)
-        cells = notebook.get('cells') or [c for w in notebook.get('worksheets', []) for c in w['cells']] # nbformat 3
+        # nbformat 3
+        cells = notebook.get('cells') or [c for w in notebook.get('worksheets', []) for c in w['cells']]
         cells = [(i, c.get('source', c.get('input', ''))) for i, c in enumerate(cells, 1) if c['cell_type'] == 'code']
     except (ValueError, KeyError, TypeError, AttributeError) as e: # (ValueError: its JSON breaks off)
         raise CantCheck(f"{path} is not a notebook: " + (f"its JSON breaks off ({e})" if isinstance(e, ValueError)
@@ -301,7 +307,8 @@ def is_setting(node, names):
             is_setting(ast.Expr(node.test), names)
     if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) or node.value is None:
         return False
-    layer = lambda f: issubclass(f, nn.Module) and f.__module__.startswith('torch.nn') # (nn.LayerNorm(n_embd))
+    # (nn.LayerNorm(n_embd))
+    layer = lambda f: issubclass(f, nn.Module) and f.__module__.startswith('torch.nn')
     safe = lambda f: layer(f) or not issubclass(f, (nn.Module, torch.Tensor)) if isinstance(f, type) else any(
         f is s for s in SAFE) or getattr(f, '__module__', None) == 'math' or isinstance(
         getattr(f, '__self__', None), (argparse.ArgumentParser, argparse._ArgumentGroup))
@@ -328,7 +335,8 @@ def run_selected(tree, learner, names, where):
     for node in tree.body:
         guard = isinstance(node, ast.If) and {'__name__', '__main__'} <= {getattr(n, 'id', getattr(n, 'value', None))
                                                                         for n in ast.walk(node.test)}
-        if isinstance(node, (ast.Try, ast.With)) or guard: # try: import tqdm ...; if __name__ == '__main__': ...
+        # try: import tqdm ...; if __name__ == '__main__': ...
+        if isinstance(node, (ast.Try, ast.With)) or guard:
             run_selected(ast.Module(node.body, []), learner, names, where)
         elif isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
             try:
@@ -347,7 +355,8 @@ def run_selected(tree, learner, names, where):
                     raise CantCheck(said) from None
                 learner.notes.setdefault('unread', []).append(said)
         elif is_setting(node, names) and not (isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)):
-            with contextlib.suppress(BaseException): # (one made from the data, never read, is left out; argparse exits)
+            # (one made from the data, never read, is left out; argparse exits)
+            with contextlib.suppress(BaseException):
                 setting(node, learner, names, where)
         for call in builds(node, learner, names) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) else []:
             learner.build(call, names, where)
@@ -377,7 +386,8 @@ def load(path, learner):
             setattr(numpy, old, getattr(numpy, old, value))
     try:
         cells = sources(path)
-        learner.texts.update({where: code.splitlines() for where, code in cells}) # (all: cells run out of order)
+        # (all: cells run out of order)
+        learner.texts.update({where: code.splitlines() for where, code in cells})
         for where, code in cells:
             learner.files.add(where)
             try:

@@ -15,8 +15,9 @@ from checker.roles import LAYOUTS, layers, places, stage_of, traced_layouts, wid
 from checker.load import Missing, message
 from checker.run import Trace, call, cause_of
 
+# where the lecture drops out
 DROPPED = {'Head': ('softmax', 'masked after'), 'fused attention': ('softmax', 'masked after', 'proj'),
-           'MultiHeadAttention': ('proj',), 'FeedForward': ('linear 2', 'linear 3')} # where the lecture drops out
+           'MultiHeadAttention': ('proj',), 'FeedForward': ('linear 2', 'linear 3')}
 
 def shorter(m, x, rest, kwargs, learner):
     """[a mistake] where an attention checked at block_size (its model's only length) fails on fewer
@@ -64,7 +65,8 @@ def check_part(label, m, kind, ctx, context, learner):
         widths = [] # (heads too narrow for proj: why it raises)
         with contextlib.suppress(Exception):
             widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
-        fix = lectures(kind, ctx) if kind != 'the model' else None # (the model that holds it: checked with it)
+        # (the model that holds it: checked with it)
+        fix = lectures(kind, ctx) if kind != 'the model' else None
         words = cause_of(e) or f"{unrun}raised on {tuple(x.shape)}: {message(e)}"
         named = explain.not_a_layer(m, e, learner) or explain.never_made(m, e, learner)
         named = named or [('mistake', words, None)]
@@ -86,12 +88,15 @@ def check_part(label, m, kind, ctx, context, learner):
         if any(c is lay['pos'] and f'`{n}`' in never for n, c in m.named_children()):
             lay['pos'] = None
     wrong, named, stand = explain.reused(m, events, never, learner)
-    if stand is not None: # (the lecture's steps with the layer they applied in its place: the next difference)
+    # (the lecture's steps with the layer they applied in its place: the next difference)
+    if stand is not None:
         stand[0].forward = stand[1].forward
     compute, o = LECTURES[kind]
     as_it_is = lambda lay: parting(lecture(compute, lay, x, dict(o), {}), theirs) is None
-    same = [lay for lay in layouts if len(layouts) > 2 and as_it_is(lay)] # (of many head counts, one that is the
-    walked = same[:1] or layouts # lecture's as it is: the others not walked)
+    # (of many head counts, one that is the
+    # lecture's as it is: the others not walked)
+    same = [lay for lay in layouts if len(layouts) > 2 and as_it_is(lay)]
+    walked = same[:1] or layouts
     try:
         walks = [] if random else [(walk(kind, lay, x, theirs, context), lay) for lay in walked]
     finally:
@@ -144,7 +149,8 @@ def lectures(kind, ctx, which=0):
     return fix
 
 WEI = (('softmax', 'masked after'), 'the attention weights, wei')
-PROJ, LAST = (('cat', 'merged', 'proj'), 'proj'), (('linear 2', 'linear 3'), 'the last Linear') # (no proj: the heads)
+# (no proj: the heads)
+PROJ, LAST = (('cat', 'merged', 'proj'), 'proj'), (('linear 2', 'linear 3'), 'the last Linear')
 KEPT = {'Head': [WEI], 'fused attention': [WEI, PROJ], 'MultiHeadAttention': [PROJ], 'FeedForward': [LAST]}
 # (where the lecture drops out, at stage 7)
 
@@ -161,7 +167,8 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx, lay):
             e = theirs.events[theirs.sdpa]
             made = theirs.sdpa if 'dropout_p' not in e.kwargs and len(e.args) < 5 else None
         if made is not None and made not in dropped:
-            heads = last in ('cat', 'merged') or last == 'proj' and steps.swaps.get('proj') == 'skip' # (no proj)
+            # (no proj)
+            heads = last in ('cat', 'merged') or last == 'proj' and steps.swaps.get('proj') == 'skip'
             words = 'the heads' if heads else words
             words = f"no dropout after {words} (the lecture drops out there)"
             found.append(('variant', words, theirs.where(made)))
@@ -261,6 +268,7 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
             found.append(('no ln_f', shown('logits')))
         if lay['final'] is not None and stage < 6:
             found.append(('early ln_f', made(lay['final'])))
-        if lay['pos'] is None and not lay['bigram'] and stage > 1: # (the video adds lm_head first, then positions)
+        # (the video adds lm_head first, then positions)
+        if lay['pos'] is None and not lay['bigram'] and stage > 1:
             found.append(('positions', None) if ctx.positions else ('no positions', shown('tok')))
     return found

@@ -90,7 +90,8 @@ def parts_of(built, ctx, builder, broken):
     parts = []
     for cls, m in built.items():
         kind = None if isinstance(m, str) else ctx.role_of(m)
-        if kind not in ORDER and any(m is b for b, _ in builder.models) and no_forward(m): # a model of theirs: said so
+        # a model of theirs: said so
+        if kind not in ORDER and any(m is b for b, _ in builder.models) and no_forward(m):
             kind = 'the model'
         if (isinstance(m, str) or kind in ORDER) and (not held or cls.__name__ in held):
             parts.append(Part(label(cls, built, builder.learner), kind, m, cls))
@@ -127,15 +128,18 @@ def report(learner, builder, classes, settings):
     torch.set_default_dtype(torch.float32) # (a notebook's bfloat16: checked in float32)
     for m in roots:
         m.float()
-        for s in reached(m): # (modules in a plain list: model.eval() never reaches them; named once, where they are)
+        # (modules in a plain list: model.eval() never reaches them; named once, where they are)
+        for s in reached(m):
             s.eval()
     ctx.T = min((context_length(m, settings) for m in roots if ctx.role_of(m) == 'the model'), default=None)
     if any(ctx.role_of(m) == 'the model' and not runs_at(m, ctx.T) for m in roots):
         ctx.T = None # (a model that works at its block_size only: checked there)
     ctx.held = {id(s) for m in roots if ctx.role_of(m) == 'the model' for s in safe_modules(m)[1:]}
     theirs = [m for m in roots if ctx.role_of(m) == 'the model' and any(m is b for b, _ in builder.models)]
-    raised = [(m, raised_at(m, ctx.T or block_size(m, settings))) for m in theirs] # (not one the checker guessed;
-    unrun = [m for m, e in raised if e is not None and not isinstance(e, Missing) and learner.raised(e)] # nor a package)
+    # (not one the checker guessed;
+    # nor a package)
+    raised = [(m, raised_at(m, ctx.T or block_size(m, settings))) for m in theirs]
+    unrun = [m for m, e in raised if e is not None and not isinstance(e, Missing) and learner.raised(e)]
     broken = bool(builder.failed or unrun or any(getattr(m, 'theirs', False) for m in built.values()))
     for m in roots:
         torch.default_generator.manual_seed(0)
@@ -144,10 +148,12 @@ def report(learner, builder, classes, settings):
     if not rep.parts:
         raise CantCheck("none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)")
     ctx.parts = {id(p.m) if '.' in p.label else type(p.m) for p in rep.parts}
-    models, stages = [p.m for p in rep.parts if p.kind == 'the model' and not no_forward(p.m)], {} # (its latest's)
+    # (its latest's)
+    models, stages = [p.m for p in rep.parts if p.kind == 'the model' and not no_forward(p.m)], {}
     others = [b for b, _ in builder.models if ctx.role_of(b) == 'the model' and not any(b is m for m in models)]
     for m in models + others: # (a model not reported, its code another's again: its parts at its stage)
-        if any(m is u for u in unrun) and explain.lacking(m, learner): # (layers it never made: no stage of theirs)
+        # (layers it never made: no stage of theirs)
+        if any(m is u for u in unrun) and explain.lacking(m, learner):
             continue
         stage = 7 # (where its layers can't be laid out, its own line says why)
         with contextlib.suppress(Exception):
@@ -176,10 +182,12 @@ def report(learner, builder, classes, settings):
             part.findings.append(Finding(part.label, 'cant', f"can't be checked: {message(e)}"))
         if part.status == 'cant' and id(part.m) not in ctx.inputs and models and not any(
                 'pip install' in f.words for f in part.findings):
-            part.status = 'skip' # no model holds it, and alone it can't be built or run: their model is what counts
+            # no model holds it, and alone it can't be built or run: their model is what counts
+            part.status = 'skip'
         for s in [s for r in roots for s in reached(r) if fix and (s is part.m or type(s) is type(part.m) !=
                                                                         nn.Sequential)]:
-            with contextlib.suppress(Exception): # (one that can't be computed as the lecture's is checked as it is)
+            # (one that can't be computed as the lecture's is checked as it is)
+            with contextlib.suppress(Exception):
                 s.forward, fixed[id(s)] = fix(s), part.label
     with torch.no_grad():
         for p, was in saved:
@@ -192,7 +200,8 @@ def report(learner, builder, classes, settings):
                                              block_size(part.m, settings, cap=None))
         except Exception as e: # what must hold can't be tried on it
             problems = [('note', f"the checker can't run it whole: {message(e)}")]
-        if any('draws random numbers' in f.words for f in part.findings): # (what must hold can't be told from noise)
+        # (what must hold can't be told from noise)
+        if any('draws random numbers' in f.words for f in part.findings):
             problems = [p for p in problems if p[0] != 'mistake']
         said = ' '.join(f.words for f in part.findings if f.kind == 'mistake') # (a raise already named: once)
         problems = [p for p in problems if p[1].removeprefix('running it raised ') not in said]
@@ -200,7 +209,8 @@ def report(learner, builder, classes, settings):
         part.whole = [words for kind, words in problems if kind == 'mistake']
         part.status = 'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'
     error = lambda words: re.sub(r'^.*?(\w+Error: |\w+Exception: )', r'\1', words) # the exception, not where
-    for part in [p for p in rep.parts if p.status == 'differs']: # a crash of a part it holds: named there, once
+    # a crash of a part it holds: named there, once
+    for part in [p for p in rep.parts if p.status == 'differs']:
         raised = {error(f.words) for f in part.findings if f.kind == 'mistake' and 'raised ' in f.words}
         holds = lambda p: not isinstance(p.m, nn.Module) or not isinstance(part.m, nn.Module) or any(
             type(s) is type(p.m) for s in part.m.modules())
@@ -217,9 +227,10 @@ def report(learner, builder, classes, settings):
     if unused:
         rep.findings.append(Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked"))
     inside = {type(s) for p in rep.parts if isinstance(p.m, nn.Module) for s in safe_modules(p.m)}
-    other = [c.__name__ for c, m in built.items() if isinstance(m, nn.Module) and c not in inside and c.__name__
-             not in unused and not any(o is not c and issubclass(o, c) for o in built)] # (one the checker can't
+    # (one the checker can't
     # place: said, not passed over; a base of their classes is not one)
+    other = [c.__name__ for c, m in built.items() if isinstance(m, nn.Module) and c not in inside and c.__name__
+             not in unused and not any(o is not c and issubclass(o, c) for o in built)]
     if other:
         rep.findings.append(Finding('', 'note', f"{', '.join(other)}: not one of the lecture's parts by what it "
                                                 "computes, so not checked"))
@@ -267,10 +278,12 @@ def lines(rep, settings):
         at = next(((w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
                    if re.search(rf"\b{name}\b", line)), None)
         made = at is not None and any(c.__name__ in builder.made and at in code_lines(c) for c in classes_of(learner))
-        if made and len(settings.found) > 1 and name not in values | parameters: # (a fragment alone sets none)
+        # (a fragment alone sets none)
+        if made and len(settings.found) > 1 and name not in values | parameters:
             slips.append((at, f"{name} is never set anywhere in the file, so this raises NameError; checked with "
                               f"the lecture's {value}"))
-    for at, words in builder.errors: # (a call whose arguments its class can't take: theirs, whatever the settings)
+    # (a call whose arguments its class can't take: theirs, whatever the settings)
+    for at, words in builder.errors:
         if re.search(r"TypeError: .*(takes \d+ positional arguments? but|unexpected keyword|missing \d+ required)", words):
             slips.append((at, f"your build raises {words}"))
     order = {where: i for i, where in enumerate(learner.texts)} # (files and cells as they come, then lines)
@@ -326,7 +339,8 @@ def check(learner, builder):
     put = supply(classes, settings, builder.supplied)
     try:
         builder.functions()
-        classes += [c for c in builder.tried if c not in classes] # (a notebook's version its cell failed to build)
+        # (a notebook's version its cell failed to build)
+        classes += [c for c in builder.tried if c not in classes]
         rep = report(learner, builder, classes, settings)
         rep.lines = lines(rep, settings)
         return rep

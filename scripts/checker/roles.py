@@ -162,7 +162,8 @@ def find_role(m, ctx):
         mixes = not any(w in name for w in ('feed', 'mlp', 'ffn', 'ffwd'))
     if not mixes: # a feed-forward; one Linear with nothing after it is a projection, no part
         return None if sum(isinstance(s, nn.Linear) for s in m.modules()) == 1 and affine(m, ctx) else 'FeedForward'
-    own = [c for n, c in layers(m, nn.Linear) if n in called(m)] # (a layer its forward never names: not counted)
+    # (a layer its forward never names: not counted)
+    own = [c for n, c in layers(m, nn.Linear) if n in called(m)]
     fused = len(own) > 3 or any(c.out_features == 3 * c.in_features for c in own) or n_heads(m)
     return 'fused attention' if fused or 'multi' in name else 'Head'
 
@@ -176,7 +177,8 @@ def qkv_of(m):
         return [lambda x: [q(x), k(x), v(x) if v is not None else None]], [c for c in linears if c not in (q, k, v)]
     alike = [c for c in linears if shape(c) == shape(linears[0])][:3] if linears else []
     if len(alike) >= 2 and not any(c.out_features == 3 * c.in_features for c in linears):
-        orders = [[alike[1], alike[0], *alike[2:]]] + [list(p) for p in itertools.permutations(alike)] # key, query
+        # key, query
+        orders = [[alike[1], alike[0], *alike[2:]]] + [list(p) for p in itertools.permutations(alike)]
         return [lambda x, n=n: [n[0](x), n[1](x), n[2](x) if len(n) > 2 else None] for n in orders], \
             [c for c in linears if c not in alike]
     fused = [c for c in linears if c.out_features % 3 == 0 and c.out_features // 3 <= c.in_features]
@@ -194,11 +196,13 @@ def projection(m, ctx, linears=None):
 def fused_layouts(m, ctx):
     makers, rest = qkv_of(m)
     X = makers[0](torch.zeros(1, 1, width(m)))[0].shape[-1]
-    counts = [n_heads(m)] if n_heads(m) and X % n_heads(m) == 0 else dict.fromkeys( # (its own count, if it keeps one)
+    # (its own count, if it keeps one)
+    counts = [n_heads(m)] if n_heads(m) and X % n_heads(m) == 0 else dict.fromkeys(
         h for h in [ctx.settings('n_head'), *range(1, 65)] if X % h == 0)
     one = next((c for c in m.modules() if isinstance(c, nn.Linear) and c.out_features == 3 * X), None)
     per_head = lambda h: lambda x: [t.flatten(-2) for t in one(x).unflatten(-1, (h, -1)).chunk(3, dim=-1)]
-    also = [per_head] if one is not None else [] # (q, k and v side by side in each head: view(B, T, nh, 3 * hs))
+    # (q, k and v side by side in each head: view(B, T, nh, 3 * hs))
+    also = [per_head] if one is not None else []
     return [dict(qkv=q, n_head=h, proj=projection(m, ctx, rest)) for h in counts for q in makers + [
         make(h) for make in also]]
 
@@ -254,7 +258,8 @@ def block_layouts(m, ctx):
         proj = projection(m, ctx)
         sa = lambda x: mha(dict(heads=heads, proj=proj), x, {}, Steps())
     act = None
-    if ff is None: # the feed-forward's layers in the Block itself: Linear(C, kC), an activation module, Linear(kC, C)
+    # the feed-forward's layers in the Block itself: Linear(C, kC), an activation module, Linear(kC, C)
+    if ff is None:
         linears = [c for _, c in layers(m, nn.Linear)]
         acts = [c for c in kids if not list(c.parameters()) and not isinstance(c, (nn.Dropout, nn.Identity))]
         if len(linears) == 2 and len(acts) == 1 and linears[0].out_features == linears[1].in_features:
@@ -272,7 +277,8 @@ def model_layouts(m, ctx):
             for kid in (c.named_children() if isinstance(c, nn.ModuleDict) else [(n, c)])]
     embeddings = [c for _, c in kids if isinstance(c, nn.Embedding)] or \
         [s for s in m.modules() if isinstance(s, nn.Embedding)]
-    tails = [c[-1] for _, c in kids if isinstance(c, nn.Sequential) and len(c)] # (lm_head as the last of blocks)
+    # (lm_head as the last of blocks)
+    tails = [c[-1] for _, c in kids if isinstance(c, nn.Sequential) and len(c)]
     head = next((c for c in [c for _, c in kids[::-1]] + tails if isinstance(c, nn.Linear) and
                  c.out_features in {e.num_embeddings for e in embeddings}), None)
     tok = next((e for e in embeddings if head is None or e.num_embeddings == head.out_features), embeddings[0])
@@ -292,9 +298,11 @@ def model_layouts(m, ctx):
             lay['structure'].append('fixed positions')
     for name, c in kids:
         kind = ctx.role_of(c)
-        listed = [b for k in ([c] if isinstance(c, SEQUENCES) else c.children()) # (or a module of theirs around it)
+        # (or a module of theirs around it)
+        listed = [b for k in ([c] if isinstance(c, SEQUENCES) else c.children())
                   for b in (k if isinstance(k, SEQUENCES) else [k])]
-        if kind == 'blocks' and not any(b is a for b in listed for a in lay['body']): # (a list in two containers: once)
+        # (a list in two containers: once)
+        if kind == 'blocks' and not any(b is a for b in listed for a in lay['body']):
             lay['body'] += [b for b in listed if ctx.role_of(b) != 'LayerNorm' and b is not head]
             last = [b for b in c if b is not head][-1] if isinstance(c, nn.Sequential) else None
             if ctx.role_of(last) == 'LayerNorm':
@@ -305,8 +313,10 @@ def model_layouts(m, ctx):
             lay['body'].append(c)
             lay['named'].append((name, c))
     lay['blocks'] = any(ctx.role_of(b) == 'Block' for b in lay['body'])
-    lay['extra'] = [b for b in lay['body'] if ctx.role_of(b) != 'Block'] if lay['blocks'] else [] # (from stage 5)
-    tied = head.weight is tok.weight if head is not None else not lay['bigram'] # (no lm_head: x @ tok.weight.T)
+    # (from stage 5)
+    lay['extra'] = [b for b in lay['body'] if ctx.role_of(b) != 'Block'] if lay['blocks'] else []
+    # (no lm_head: x @ tok.weight.T)
+    tied = head.weight is tok.weight if head is not None else not lay['bigram']
     if tied:
         lay['structure'].append('tied')
     return [lay]
@@ -340,7 +350,8 @@ def blocks_step(m, ctx):
     with contextlib.suppress(Exception): # (layers it can't lay out: not the lecture's first Blocks)
         for s, k in parts:
             lay = LAYOUTS[k](s, ctx)[0]
-            if k == 'MultiHeadAttention' and stage_of(s, k, lay, ctx) >= 5: # (its feed-forward may be 4x already)
+            # (its feed-forward may be 4x already)
+            if k == 'MultiHeadAttention' and stage_of(s, k, lay, ctx) >= 5:
                 return False
             if k == 'Block':
                 x = ctx.example(s)[0][0]

@@ -71,7 +71,8 @@ def capture(m, ctx):
         ctx.ran.add(id(m)) # (run through: what it holds and never got, it never runs)
     for h in hooks:
         h.remove()
-    if x is not None and x.dtype == torch.long: # a model's input: its tokens, not the targets logits_of passed
+    # a model's input: its tokens, not the targets logits_of passed
+    if x is not None and x.dtype == torch.long:
         ctx.inputs[id(m)] = (x,), {}
 
 TARGETS = {norm(n) for n in 'targets target y labels label tgt targ yb ys target_ids'.split()}
@@ -128,7 +129,8 @@ def generate(m, idx, n, block=None):
                 count = p.annotation is int or type(p.default) is int # (tokens: int = 1, a count)
                 if (name in IDX or first) and not count: # (generate(first_char, n))
                     kwargs[p.name], first_is_idx = prompt, False
-                elif meaning(p.name) == 'block_size' and 'block' in name and block: # (max_block_size: no count)
+                # (max_block_size: no count)
+                elif meaning(p.name) == 'block_size' and 'block' in name and block:
                     kwargs[p.name] = block
                 elif counts(name) or count and p.default is p.empty or name in IDX and count:
                     kwargs[p.name] = n
@@ -151,7 +153,8 @@ def generate(m, idx, n, block=None):
                 if own is not None:
                     m.forward = own
             out = Yielded(out) if inspect.isgenerator(out) else out # (run to its end)
-            if prompt is array and isinstance(out, (list, type(array))): # (its tokens back as a list or an array)
+            # (its tokens back as a list or an array)
+            if prompt is array and isinstance(out, (list, type(array))):
                 out = torch.as_tensor(out).reshape(1, -1)
             return out, None, took
         except Exception as e:
@@ -178,7 +181,8 @@ def failed(m, e, lengths, start, block, learner):
                 "reached only with them)")
     if 'out of range' in str(e) and max(lengths) > block:
         return ' past block_size (crop idx to the last block_size)'
-    if 'out of range' in str(e) and lengths and start + len(lengths) - 1 > block: # (a cache: a token at a time)
+    # (a cache: a token at a time)
+    if 'out of range' in str(e) and lengths and start + len(lengths) - 1 > block:
         return (f" past block_size: fed one token at a time, its positions pass the {block} of the position table "
                 "(crop, or start the cache again, at block_size)")
     if lengths and not runs_at(m, lengths[-1]) and runs_at(m, block): # (the model's fault, not generate's)
@@ -211,7 +215,8 @@ def sampling(m, block, learner):
     """What generate does wrong, from a prompt of 1 token and of block_size - 1, 3 new each: [(kind, words)],
     and ('held', words). The model gets 1, 2, 3 tokens, then block_size - 1, block_size, block_size (or on,
     where it can); generate returns the prompt and the new tokens, sampled from the last position."""
-    fed, probs, said, held, given, drawn = [], [], [], 'generate runs', [], [] # given: (what the model got, where)
+    # given: (what the model got, where)
+    fed, probs, said, held, given, drawn = [], [], [], 'generate runs', [], []
     forward, multinomial, alone = m.forward, torch.multinomial, last_alone(m, block)
     cached = any(w in p.lower() for s in safe_modules(m) for p in inspect.signature(s.forward).parameters
                  for w in ('cache', 'past')) # (keys and values kept between calls)
@@ -228,21 +233,24 @@ def sampling(m, block, learner):
         row = p.reshape(-1, p.shape[-1])[0]
         if p.shape[-1] < V or (p == 0).any(): # (among the top k: an index into them, or a token of them)
             topk.append(int((row > 0).sum()))
-        if p.shape[-1] < V or bool((row[:-1] >= row[1:]).all() and row[0] > row[-1]): # (sorted: top-p's index)
+        # (sorted: top-p's index)
+        if p.shape[-1] < V or bool((row[:-1] >= row[1:]).all() and row[0] > row[-1]):
             return token
         probs.append((p, learner.line()))
         drawn.append(token)
         return token
     torch.multinomial = sampled
-    cat, cats = torch.cat, [] # what their generate appends to idx each step: (their line, how many tokens, whether
+    # what their generate appends to idx each step: (their line, how many tokens, whether
     # it is the token just drawn: None where none was)
+    cat, cats = torch.cat, []
     def appended(ts, *a, **k):
         if len(ts) == 2 and all(isinstance(t, torch.Tensor) and t.dim() == 2 and not t.is_floating_point() for t in ts):
             last = drawn[-1].reshape(-1) if drawn else None
             cats.append((learner.line(), ts[1].shape[-1], None if last is None else torch.equal(ts[1].reshape(-1), last)))
         return cat(ts, *a, **k)
     torch.cat = appended
-    names = getattr(getattr(m, 'generate', None), '__globals__', {}) # a notebook's block_size, since made larger
+    # a notebook's block_size, since made larger
+    names = getattr(getattr(m, 'generate', None), '__globals__', {})
     later = {k: v for k, v in names.items() if MEANING.get(norm(k)) == 'block_size' and type(v) is int and v > block
              and learner.path.endswith(('.ipynb', NOTEBOOK))} # (its model was built, and ran, with block's)
     names.update(dict.fromkeys(later, block))
@@ -282,12 +290,15 @@ def sampling(m, block, learner):
             if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
-            wrong = next(((at, n) for at, n, _ in cats if at and n != 1), None) # the line that appends too much
-            other = next((at for at, _, fresh in cats if at and fresh is False), None) # one that appends another
+            # the line that appends too much
+            wrong = next(((at, n) for at, n, _ in cats if at and n != 1), None)
+            # one that appends another
+            other = next((at for at, _, fresh in cats if at and fresh is False), None)
             appends = f" ({learner.place(wrong[0])}: `{learner.source(wrong[0])}` appends {wrong[1]} tokens at " \
                       "once, not the one sampled)" if wrong else ''
+            # (not the token just drawn)
             stale = [at for (x, at), d in zip(given[1:], drawn) if len(given) == len(drawn) and x.shape[0] == d.shape[0]
-                     and not torch.equal(x[:, -1], d.reshape(x.shape[0], -1)[:, -1])] # (not the token just drawn)
+                     and not torch.equal(x[:, -1], d.reshape(x.shape[0], -1)[:, -1])]
             if stale and other:
                 said.append(('mistake', f"generate appends another tensor than the token it has just sampled ("
                              f"{learner.place(other)}: `{learner.source(other)}`)"))
@@ -298,11 +309,13 @@ def sampling(m, block, learner):
                              f"sampled{at}: crop to the last block_size, idx[:, -block_size:]"))
             if set(lengths) == {1} and alone: # (a bigram: the last token is all it reads)
                 held = 'generate feeds the last token only, all that the model reads'
-            elif set(lengths[1:]) == {1} and cached: # (the prompt once, then each new token, beside its cache)
+            # (the prompt once, then each new token, beside its cache)
+            elif set(lengths[1:]) == {1} and cached:
                 held = 'generate feeds each new token beside its cache of keys and values'
             elif lengths not in (cropped, grown) and set(lengths) == {start}:
+                # (appends, then drops the first)
                 kept = next((f" ({learner.place(at)}: `{learner.source(at)}`)" for at, *_ in cats[::-1] if at and
-                             re.search(r'cat\(.*\)\s*\[', learner.source(at))), '') # (appends, then drops the first)
+                             re.search(r'cat\(.*\)\s*\[', learner.source(at))), '')
                 said.append(('mistake', f"generate feeds the model the prompt's length only: the context never "
                              f"grows{kept}: keep idx whole, and crop what the model gets to the last block_size"))
             elif lengths not in (cropped, grown):
@@ -316,7 +329,8 @@ def sampling(m, block, learner):
                 said.append(('variant', "generate takes the likeliest token each step (greedy), where the "
                                         "lecture samples one (torch.multinomial)"))
             size = out.shape[-1] if isinstance(out, torch.Tensor) else start + new
-            if size > start + new and prompted and not as_text and not (wrong or other or stale): # (not their result)
+            # (not their result)
+            if size > start + new and prompted and not as_text and not (wrong or other or stale):
                 said.append(('mistake', f"generate samples {size - start} new tokens when asked for {new} (the "
                                         "lecture's max_new_tokens counts them)"))
             elif size not in (start + new, new) or size == new != start + new and prompted:
@@ -333,8 +347,9 @@ def sampling(m, block, learner):
         with torch.no_grad(): # the lecture's samples each row of idx: a batch of 2 prompts
             out, e, prompted = generate(m.eval(), torch.zeros(2, 1, dtype=torch.long), 2, block)
         del fed[kept[0]:], probs[kept[1]:]
+        # (.item() on each token: it prints one stream)
         one = learner.raised(e) and 'converted to Scalar' not in str(e) if e else \
-            isinstance(out, torch.Tensor) and out.shape[0] != 2 # (.item() on each token: it prints one stream)
+            isinstance(out, torch.Tensor) and out.shape[0] != 2
         if prompted and one and not as_text:
             said.append(('mistake', "generate takes one prompt only: on a batch of 2 it " + (f"raises {message(e)}"
                          if e else f"returns {tuple(out.shape)}") + " (the lecture's samples each row of idx)"))
@@ -427,7 +442,8 @@ def tempered(probs, fed, V, learner):
 
 def greedy(out, fed, start, new, V):
     """Whether each of the new tokens generate returned is the likeliest after the logits before it."""
-    n = min(new, out.shape[-1] - start) if isinstance(out, torch.Tensor) else 0 # (a count of all it returns: fewer)
+    # (a count of all it returns: fewer)
+    n = min(new, out.shape[-1] - start) if isinstance(out, torch.Tensor) else 0
     with contextlib.suppress(Exception):
         tokens = torch.stack(likeliest(fed[-n:], V)).to(out.dtype)
         return n > 0 and len(fed) >= n and torch.equal(out[0, -n:], tokens)

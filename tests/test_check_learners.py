@@ -1355,7 +1355,7 @@ EXPLAINED = [ # (changes to the lecture's script, small; the part; what its line
     ([(SDPA_HEAD, ''), ('        out = wei @ v\n', '        out = F.scaled_dot_product_attention(q, k, v, self.tril[:T, :T] '
        '== 1, 0.2)\n')], 'Head', "in eval mode its dropout still acts (F.scaled_dot_product_attention's dropout_p", None),
     ([('wei = self.dropout(wei)', 'wei = F.dropout(wei, 0.2)'), ('        out = wei @ v\n', '        out = wei @ v + 0.01 '
-       '* torch.randn(B, T, 1)\n')], 'Head', 'in eval mode its dropout still acts (F.dropout trains by default', None),
+       '* torch.randn(B, T, 1, device=x.device)\n')], 'Head', 'in eval mode its dropout still acts (F.dropout trains by default', None),
     ([('        self.dropout = nn.Dropout(dropout)\n\n    def forward(self, x):\n        B,T,C = x.shape', '        self.dropout '
        '= nn.Dropout(dropout)\n        self.spare = nn.Linear(n_embd, head_size)\n\n    def forward(self, x):\n        B,T,C = '
        'x.shape')], 'Head', 'matches; your `spare` is defined but never used', None), # (no fourth Linear of its attention)
@@ -1403,7 +1403,7 @@ def test_a_mask_made_again_at_each_length_does_not_set_block_size(tmp_path):
     position table's, so generate is tried there, not at the last length the model ran at."""
     import test_check
     text = test_check.edited(("        wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))",
-                              "        self.register_buffer('tril', torch.tril(torch.ones(T, T)))\n"
+                              "        self.register_buffer('tril', torch.tril(torch.ones(T, T, device=x.device)))\n"
                               "        wei = wei.masked_fill(self.tril == 0, float('-inf'))"))
     r, found = test_check.check(tmp_path, text)
     assert r.returncode == 0 and found['BigramLanguageModel'].startswith(
@@ -1483,9 +1483,31 @@ EMBED = '''class Embed(nn.Module):
         self.position_embedding_table = nn.Embedding(block_size, n_embd)
 
     def forward(self, idx):
-        return self.token_embedding_table(idx) + self.position_embedding_table(torch.arange(idx.shape[1]))
+        positions = torch.arange(idx.shape[1], device=idx.device)
+        return self.token_embedding_table(idx) + self.position_embedding_table(positions)
 
 class BigramLanguageModel(nn.Module):'''
+DEMO = """class LayerNorm1d(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gamma = torch.ones(dim)
+        self.beta = torch.zeros(dim)
+
+    def __call__(self, x):
+        xmean = x.mean(dim=1, keepdim=True)
+        xvar = x.var(dim=1, keepdim=True)
+        xhat = (x - xmean) / torch.sqrt(xvar + self.eps)
+        self.out = self.gamma * xhat + self.beta
+        return self.out
+
+    def parameters(self):
+        return [self.gamma, self.beta]
+
+module = LayerNorm1d(100)
+x = module(torch.randn(32, 100))
+
+class BigramLanguageModel(nn.Module):"""
 RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its line starts)
     ([('import torch.nn as nn\nfrom torch.nn import functional as F\n', '')], 'BigramLanguageModel', 'matches; the past'),
     ([('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = MultiHeadAttention(n_embd, head_size)')],
@@ -1529,7 +1551,52 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
      'matches; the past never hears the future, batch rows never talk, generate crops to block_size'),
     ([("wei = F.softmax(wei, dim=-1)", "wei = F.softmaxx(wei, dim=-1)"), ('model = BigramLanguageModel()\n', UNRELATED)],
      'Bigram', "differs: raised on (2, 16): mine.py, line 171: AttributeError: module 'torch.nn.functional' has no "
-     "attribute 'softmaxx'")]
+     "attribute 'softmaxx'"),
+    # (on a GPU: each tensor left behind, in the order the forward meets them)
+    ([('torch.arange(T, device=device)', 'torch.arange(T)'), ("self.register_buffer('tril', torch.tril(torch.ones("
+      "block_size, block_size)))", 'self.tril = torch.tril(torch.ones(block_size, block_size))')], 'BigramLanguageModel',
+     'differs: on a GPU its forward raises at line 141 (`pos_emb = self.position_embedding_table(torch.arange(T))`): it '
+     "makes a tensor on the CPU, where the model's are on the GPU (give it device=, as the lecture's torch.arange(T, "
+     "device=device)); on a GPU its forward raises at line 76 (`wei = wei.masked_fill(self.tril[:T, :T] == 0, float("
+     "'-inf'))`): line 68: `self.tril = torch.tril(torch.ones(block_size, block_size))` keeps a tensor outside the "
+     "model's buffers, which model.to(device) leaves on the CPU"),
+    ([("wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))", "tril = torch.tril(torch.ones(T, T))\n"
+       "        wei = wei.masked_fill(tril == 0, float('-inf'))")], 'BigramLanguageModel', "differs: on a GPU its "
+     "forward raises at line 77 (`wei = wei.masked_fill(tril == 0, float('-inf'))`): line 76: `tril = torch.tril("
+     "torch.ones(T, T))` makes a tensor on the CPU"),
+    # (a tensor on the input's device, or on their GPU named: where the model is)
+    ([("wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))", "tril = torch.tril(torch.ones(T, T, "
+       "device=x.device))\n        wei = wei.masked_fill(tril == 0, float('-inf'))"), ('torch.arange(T, device=device)',
+      "torch.arange(T, device='cuda')")], 'BigramLanguageModel', 'matches; the past'),
+    # (a plain tensor made on their device, a device by another name: where their model is)
+    ([("self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))", 'self.tril = torch.tril('
+       'torch.ones(block_size, block_size, device=device))'), ('torch.arange(T, device=device)',
+      'torch.arange(T, device=DEV)'), ("else 'cpu'\n", "else 'cpu'\nDEV = torch.device(device)\n")],
+     'BigramLanguageModel', 'matches; the past'),
+    ([('wei = q @ k.transpose(-2,-1) * k.shape[-1]**-0.5', 'wei = q @ k.transpose(-2,-1)')], 'BigramLanguageModel',
+     'matches; with Head as the lecture computes it, the past'), # (on a GPU: their Head, not the one put in)
+    ([('torch.arange(T, device=device)', 'torch.arange(T)'), ('m = model.to(device)', 'm = model')],
+     'BigramLanguageModel', 'matches; the past'), # (a model never moved to a GPU: where it runs, all is there)
+    # (the lecture's LayerNorm1d, built alone to show the math beside a model that doesn't use it: not a part)
+    ([('class BigramLanguageModel(nn.Module):', DEMO)], 'BigramLanguageModel', 'matches; the past'),
+    ([('idx_cond = idx[:, -block_size:]', 'idx_cond = idx[:, -block_size+1:]')], 'BigramLanguageModel', 'differs: '
+     'generate crops what the model gets to 15 tokens (line 157: `idx_cond = idx[:, -block_size+1:]`), where the '
+     'model takes block_size = 16: crop to the last block_size'), # (one short: named, with its line)
+    ([('for _ in range(n_layer)])', 'for _ in range(n_layer)], nn.LayerNorm(n_embd))')], 'BigramLanguageModel',
+     'matches, as in the video: line 134: a variant, `self.blocks = nn.Sequential(*[Block(n_embd, n_head=n_head) for _ '
+     "in...`: a LayerNorm right before ln_f, two in a row (the video's last of blocks and the published ln_f"),
+    ([('        x = self.blocks(x)', '        self.blocks(x)')], 'BigramLanguageModel', 'differs: line 143: the Blocks '
+     'applied in turn is made, but the result is never used$'), # (at the call that drops it; blocks is used)
+    ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom .configs import model as '
+       'model_config\n'), ('self.key = nn.Linear(n_embd,', 'self.key = nn.Linear(model_config.n_embd,')],
+     'BigramLanguageModel', 'matches; the past'), # (a model_config from a module not here: the settings)
+    # (a number from a module not here: the checker can't, not their mistake)
+    ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom somewhere import hp_table\n'),
+      ('self.key = nn.Linear(n_embd,', 'self.key = nn.Linear(hp_table.width * 1,')], 'Head', "can't build Head(head_size="
+     "8): mine.py, line 66: TypeError: unsupported operand type(s) for *: 'StandIn' and 'int'"),
+    ([('def generate(self, idx, max_new_tokens):', 'def generator(self, idx, max_new_tokens):')], 'BigramLanguageModel',
+     "matches: a variant, generate is named generator, where the lecture's is generate; the past never hears the "
+     'future, batch rows never talk, generate crops to block_size')] # (found by its name's start, and checked)
 
 
 @pytest.mark.parametrize('changes, part, said', RUN_AS_THEY_MEAN)
@@ -1540,15 +1607,18 @@ def test_what_a_learner_means_is_what_is_run_and_a_slip_is_named_at_its_cause(ch
     return only targets reach: named at that return. A config from a module that isn't here, read in a
     @torch.no_grad() generate: the settings stand in. A part that fails as another does but doesn't hold it: its
     own failure, not 'it holds Head'."""
+    import check
     import test_check
-    r, found = test_check.check(tmp_path, test_check.edited(*changes))
-    assert found[part].startswith(said), r.stdout
-    if part == 'BigramLanguageModel' and said.startswith('matches'): # (and nothing else is called wrong)
-        assert all(line.startswith('matches') for line in found.values()), r.stdout
+    (tmp_path / 'mine.py').write_text(test_check.edited(*changes))
+    out = '\n'.join(check.checked(str(tmp_path / 'mine.py')).lines) + '\n' # (in this process: as the command prints)
+    found = parts(out)
+    assert (found[part] + '$').startswith(said), out # (said ending in $: the whole line)
+    if part == 'BigramLanguageModel' and said.startswith('matches; the'): # (and nothing else is called wrong)
+        assert all(line.startswith('matches') for line in found.values()), out
     if changes[0][0].startswith('import torch.nn'): # (nn and F taken out: each named at the line that first needs
         # it, that line once)
         assert 'line 58: `class Head(nn.Module):`: F is never imported (import torch.nn.functional as F); checked ' \
-            'with it' in r.stdout and r.stdout.endswith('; look at line 58\n'), r.stdout
+            'with it' in out and out.endswith('; look at line 58\n'), out
 
 
 def test_a_device_chosen_by_torch_mps_is_available_is_a_setting_line_the_checker_runs(tmp_path):
@@ -1602,13 +1672,25 @@ def test_a_head_that_reads_t_from_the_files_globals_is_named_there(tmp_path):
         "not from its input (B, T, C = x.shape): on 15 tokens"), r.stdout
 
 
-def test_a_part_built_at_an_earlier_block_size_is_checked_at_its_own_length(tmp_path):
+def test_a_part_built_at_an_earlier_block_size_is_listed_as_unused(tmp_path):
     """A notebook's head tried out while block_size was 8 (its mask 8 x 8), then block_size set to 16 for the
-    model: that head, which no model holds, is checked at a length its mask has, not at the model's."""
+    model: that head, which no model holds, is listed as unused, not checked (at the model's length it would
+    fail)."""
     import test_check
     text = test_check.edited()
     head = text[text.index('class Head'):text.index('class MultiHeadAttention')].replace('class Head', 'class ProbeHead')
     text = text.replace('class MultiHeadAttention', head + 'block_size = 8\nprobe = ProbeHead(8)\nblock_size = 16\n\n'
                         'class MultiHeadAttention', 1)
     r, found = test_check.check(tmp_path, text)
-    assert r.returncode == 0 and found['ProbeHead'] == 'matches', r.stdout
+    assert r.returncode == 0 and 'ProbeHead' not in found, r.stdout
+    assert 'note: no model of yours uses ProbeHead: not checked' in r.stdout, r.stdout
+
+
+def test_a_name_only_a_method_sets_is_never_set(tmp_path):
+    """`B, T, C = x.shape` in a forward sets C there only: an __init__ that reads C raises NameError (named as a
+    mistake, not as a setting in lines the checker doesn't run)."""
+    import test_check
+    r, _ = test_check.check(tmp_path, test_check.edited(('self.key = nn.Linear(n_embd, head_size, bias=False)',
+                                                         'self.key = nn.Linear(C, head_size, bias=False)')))
+    assert r.returncode == 1 and 'mistake: line 65: `self.key = nn.Linear(C, head_size, bias=False)`: C is never set ' \
+        'anywhere in the file, so this raises NameError' in r.stdout, r.stdout

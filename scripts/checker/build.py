@@ -356,9 +356,12 @@ def reached(m):
     found = {}
     for s in safe_modules(m):
         found.setdefault(id(s), s)
-        for v in vars(s).values():
-            items = list(v.values()) if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else []
-            for c in [c for c in items if isinstance(c, nn.Module) and id(c) not in found]:
+        for k, v in vars(s).items():
+            if k == '_modules': # (its registered children come in turn: not walked again from here)
+                continue
+            items = list(v.values()) if isinstance(v, dict) else v
+            for c in [c for c in items if isinstance(c, nn.Module) and id(c) not in found] if isinstance(
+                    items, (list, tuple)) else []:
                 found.update({id(d): d for d in reached(c)})
     return list(found.values())
 

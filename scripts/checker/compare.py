@@ -99,6 +99,13 @@ class Theirs:
             if child and w.at in self.own or made and (not child and made in self.own or w.at is None):
                 return w.at if child and w.at else made
         return self.events[i].at
+    def called(self, i):
+        """The part's own line that calls the layer of theirs whose result event i is (self.blocks(x)); else
+        where(i)."""
+        t, child = self.events[i].outs[0], lambda w: any(w.module is c for c in self.m.children())
+        returns = lambda w: child(w) and w.at in self.own and any(o is t for o in w.outs)
+        calls = [w.at for w in self.events[i:] if returns(w)]
+        return calls[0] if calls else self.where(i)
     def source(self, i):
         text = self.learner.source(self.where(i)) if self.where(i) else ''
         return text if len(text) <= 70 else text[:67] + '...'
@@ -235,6 +242,12 @@ def finding(rank, what, steps, new, i, theirs):
             return [('variant', ALIBI, theirs.where(event))]
         if xbow(after, steps, event, theirs, new.values[name]):
             return xbow(after, steps, event, theirs, new.values[name])
+        between = theirs.events[event]
+        normed = between.name == 'layer_norm' or isinstance(between.module, torch.nn.LayerNorm)
+        if after == 'ln_f' and normed: # (LN of LN: the same, rescaled)
+            words = (f"`{theirs.source(event)}`: a LayerNorm right before ln_f, two in a row (the video's "
+                     "last of blocks and the published ln_f, both kept)")
+            return [('variant', words, theirs.where(event))]
         return [('mistake', f"`{theirs.source(event)}` changes {STEP.get(name, name)} before "
                             f"{STEP.get(after, after)}: the lecture has nothing in between", theirs.where(event))]
     if rank == 3: # a value of theirs in the step's place
@@ -255,7 +268,7 @@ def finding(rank, what, steps, new, i, theirs):
             takers = theirs.after(-1 if made is None else made)
             made = next((k for k in takers if theirs.events[k].at in theirs.own), made)
         if dropped is not None:
-            said.append(('mistake', never_used(name, theirs.events[dropped]), theirs.where(dropped)))
+            said.append(('mistake', never_used(name, theirs.events[dropped]), theirs.called(dropped)))
         else:
             said.append(('mistake', MISSING.get(name, f"{STEP.get(name, name)} is missing"), theirs.where(made)))
     return said

@@ -16,7 +16,7 @@ SETTINGS = {
                'num_decoder_layers l',
     'block_size': 'block_size context_length context_len context_size ctx_len ctx_size seq_len seq_length '
                   'max_seq_len sequence_length max_len max_length n_ctx ctx context max_context block '
-                  'context_window max_seq_length n_positions',
+                  'context_window max_seq_length n_positions ctx_win context_win',
     'head_size': 'head_size head_dim d_head d_k dk hs head_dimension',
     'ffwd_size': 'd_ff dff ff_dim ffn_dim ffwd_dim dim_ff dim_feedforward inner_dim mlp_dim d_inner ff_size '
                  'ffn_size ffwd_size intermediate_size hidden_dim_ff',
@@ -32,7 +32,8 @@ PLAUSIBLE = {'size': lambda v: type(v) is int and v >= 1, 'dropout': lambda v: t
 LECTURE = dict(n_embd=384, n_head=6, n_layer=6, block_size=256, head_size=64, ffwd_size=1536, dropout=0.2,
                vocab_size=65, bias=True, device='cpu')
 # a parameter by one of these names takes the settings as one object
-CONFIGS = 'config cfg conf args params hparams hp settings opt opts options hyperparams model_config gpt_config'
+# (as norm() reads a name: model_config)
+CONFIGS = 'config cfg conf args params hparams hp settings opt opts options hyperparams modelconfig gptconfig'
 # a layer's role in its part, and the names learners give it
 LAYERS = {
     'key': 'key k keys w_k k_proj to_k key_proj k_linear key_layer linear_k wk w_key',
@@ -272,6 +273,8 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'lm_head no bias': ('variant', "no bias in lm_head (the lecture's has one)"),
     'norm no bias': ('variant', "a LayerNorm without bias (bias=False; the lecture's have one)"),
     'fused qkv': ('variant', 'q, k and v from one Linear, split in three (as nanoGPT)'),
+    'heads batched': ('variant', "all heads' q, k and v from one Linear each, the heads a batch dimension "
+                                 "(as EX1), where the lecture has a Head module per head"),
     'head proj': ('variant', "a Linear of each head's own after wei @ v, where the lecture's Head returns wei @ v "
                              "(and proj comes once, after the heads side by side)"),
     'kv cache': ('variant', "a cache of keys and values its forward can take, for generate (the lecture's "

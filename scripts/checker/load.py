@@ -74,6 +74,8 @@ class StandIn:
             raise AttributeError(attr)
         return StandIn(f'{self.name}.{attr}')
     def __call__(self, *args, **kwargs):
+        if self.name.split('.')[0] == 'tqdm' and args: # (a progress bar: what it counts)
+            return range(*args) if self.name.endswith('trange') else args[0]
         if not StandIn.loading:
             raise Missing(self.name)
         return args[0] if len(args) == 1 and callable(args[0]) and not kwargs else self

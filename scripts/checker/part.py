@@ -2,7 +2,7 @@
 Step 4, a part checked: the walk beside the lecture's steps (compare.py), what its layers say, what is measured
 as it runs.
 """
-import contextlib, dis, inspect
+import ast, contextlib, dis, inspect
 
 import torch
 
@@ -130,6 +130,11 @@ def check_part(label, m, kind, ctx, context, learner):
         words = f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings and lm_head"
         said.append(('mistake', words, c.__dict__.get('_made_at')))
     never = [n for n in never if n not in [f'`{n}`' for n, _ in skipped]]
+    # (a layer it calls, whose result it drops: named as that)
+    if any('the result is never used' in f[1] for f in said):
+        with contextlib.suppress(SyntaxError, AttributeError):
+            code = ast.unparse(learner.parsed(type(m).forward.__code__))
+            never = [n for n in never if f"self.{n.strip('`')}(" not in code]
     if never:
         verb = 'is' if len(never) == 1 else 'are'
         said.append(('note', f"your {', '.join(never)} {verb} defined but never used", None))
@@ -254,6 +259,8 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
             found.append(('qkv bias', None))
         if any(c.out_features == 3 * c.in_features for c in own):
             found.append(('fused qkv', made(own[0])))
+        elif kind == 'fused attention' and lay['n_head'] > 1:
+            found.append(('heads batched', made(own[0])))
     if kind == 'fused attention' and lay['n_head'] == 1 and lay['proj'] is not None and id(m) in ctx.listed:
         found.append(('head proj', shown('output')))
     if kind in ('Block', 'the model') and any(type(c).__name__ == 'RMSNorm' for c in m.children()):

@@ -11,6 +11,7 @@ import torch.nn as nn
 from checker.build import Settings, classes_of, code_lines, meaning, put_back, reached, safe_modules, supply
 from checker import explain
 from checker.compare import Finding
+from checker.devices import moved, on_gpu
 from checker.part import check_part
 from checker.lecture import ATTENTIONS, STAGES
 from checker.roles import LAYOUTS, Context, block_size, context_length, layers, stage_of, vocab
@@ -62,7 +63,13 @@ def held_by(builder, built):
     """The names of the learner's classes its models hold (nn.LayerNorm is not theirs), and those a version of
     one of them holds (a notebook's later model, which it never builds itself: the checker builds it alone)."""
     theirs = lambda m: {type(s).__name__ for s in safe_modules(m) if not type(s).__module__.startswith('torch.')}
-    names = builder.made.union(*(theirs(m) for m, _ in builder.models))
+    models = [m for m, _ in builder.models]
+    names = builder.made.union(*map(theirs, models))
+    # (beside a language model, a module of theirs built alone, holding none of theirs, shows the math: the
+    # lecture's LayerNorm1d)
+    lms = [m for m in models if any(isinstance(s, nn.Embedding) for s in safe_modules(m))]
+    alone = {type(m).__name__ for m in models if lms and theirs(m) == {type(m).__name__}}
+    names -= alone - set().union(*map(theirs, lms))
     versions = [m for m in built.values() if isinstance(m, nn.Module)]
     while True:
         more = set().union(*(theirs(m) for m in versions if type(m).__name__ in names))
@@ -107,7 +114,8 @@ def unbuilt(part, why):
     elif 'NotImplementedError' in why:
         part.status, why = 'cant', f"not written yet: {why}"
     else:
-        part.status = 'differs' if by and why.theirs else 'cant'
+        # (a package's stand-in in their arithmetic: the checker's guess, not their mistake)
+        part.status = 'differs' if by and why.theirs and "'StandIn'" not in why else 'cant'
         why += "; with its settings guessed, that is, which may be what fails: tell the checker how your model is " \
                "built (--build \"Model(...)\"), or in your notebook run check.here(globals())" * (part.status == 'cant')
     part.findings.append(Finding(part.label, 'mistake' if part.status == 'differs' else 'cant', why))
@@ -198,6 +206,8 @@ def report(learner, builder, classes, settings):
         try:
             problems, part.loss = invariants(part.m, ctx.T or block_size(part.m, settings), learner,
                                              block_size(part.m, settings, cap=None))
+            if moved(part.m, learner):
+                problems += on_gpu(part.m, ctx.T or block_size(part.m, settings), learner)
         except Exception as e: # what must hold can't be tried on it
             problems = [('note', f"the checker can't run it whole: {message(e)}")]
         # (what must hold can't be told from noise)
@@ -326,8 +336,12 @@ def named(learner):
     values, parameters = set(), set()
     for text in learner.texts.values():
         with contextlib.suppress(SyntaxError):
-            for n in ast.walk(ast.parse('\n'.join(text))):
-                stored = isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            tree = ast.parse('\n'.join(text))
+            # (a name a class's method sets is its own: B, T, C = x.shape sets no setting)
+            classes = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)]
+            local = {id(n) for c in classes for n in ast.walk(c) if n is not c}
+            for n in ast.walk(tree):
+                stored = isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in local
                 values |= {stored and n.id, (getattr(n, 'name', None) or '').split('.')[0], getattr(n, 'asname', None)}
                 parameters.add(getattr(n, 'arg', None))
     return values, parameters

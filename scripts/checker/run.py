@@ -217,6 +217,7 @@ def sampling(m, block, learner):
     where it can); generate returns the prompt and the new tokens, sampled from the last position."""
     # given: (what the model got, where)
     fed, probs, said, held, given, drawn = [], [], [], 'generate runs', [], []
+    stuck = False
     forward, multinomial, alone = m.forward, torch.multinomial, last_alone(m, block)
     cached = any(w in p.lower() for s in safe_modules(m) for p in inspect.signature(s.forward).parameters
                  for w in ('cache', 'past')) # (keys and values kept between calls)
@@ -290,6 +291,7 @@ def sampling(m, block, learner):
             if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
+            short = max(lengths, default=0) if 1 < max(lengths, default=0) < block else 0 # (a crop too short)
             # the line that appends too much
             wrong = next(((at, n) for at, n, _ in cats if at and n != 1), None)
             # one that appends another
@@ -312,12 +314,20 @@ def sampling(m, block, learner):
             # (the prompt once, then each new token, beside its cache)
             elif set(lengths[1:]) == {1} and cached:
                 held = 'generate feeds each new token beside its cache of keys and values'
+            elif lengths not in (cropped, grown) and not stuck and lengths == [
+                    min(start + i, short) for i in range(len(lengths))]:
+                crop = assigned(learner, given[-1][1]) if given[-1][1] else None
+                at = f" ({learner.place(crop)}: `{learner.source(crop)}`)" if crop else ''
+                said.append(('mistake', f"generate crops what the model gets to {short} tokens{at}, where "
+                                        f"the model takes block_size = {block}: crop to the last block_size, "
+                                        "idx[:, -block_size:]"))
             elif lengths not in (cropped, grown) and set(lengths) == {start}:
                 # (appends, then drops the first)
                 kept = next((f" ({learner.place(at)}: `{learner.source(at)}`)" for at, *_ in cats[::-1] if at and
                              re.search(r'cat\(.*\)\s*\[', learner.source(at))), '')
                 said.append(('mistake', f"generate feeds the model the prompt's length only: the context never "
                              f"grows{kept}: keep idx whole, and crop what the model gets to the last block_size"))
+                stuck = True # (from any prompt: not a crop too short)
             elif lengths not in (cropped, grown):
                 said.append(('mistake', f"generate feeds the model {lengths} tokens from a prompt of {start}: it "
                                         f"should grow by one to block_size{appends}"))
@@ -498,10 +508,16 @@ def invariants(m, T, learner, block):
                 if isinstance(out, (tuple, list)): # (in either order)
                     loss = next((t for t in out if isinstance(t, torch.Tensor) and t.numel() == 1), None)
         beside = None if hasattr(m, 'generate') else standalone(m, learner)
-        if beside is not None: # (checked as the model's own, for the time of the check)
-            m.generate = beside
+        # (a method by another name: generator, generate_text)
+        other = [n for n in dir(type(m)) if re.match('generat', n) and inspect.isfunction(getattr(type(m), n))]
+        if beside is None and other and not hasattr(m, 'generate'):
+            beside = getattr(m, other[0])
+            problems.append(('variant', f"generate is named {other[0]}, where the lecture's is generate"))
+        elif beside is not None: # (checked as the model's own, for the time of the check)
             problems.append(('variant', f"generate is a function beside the model ({beside.func.__name__}("
                                         "model, ...)), where the lecture's is the model's method"))
+        if beside is not None:
+            m.generate = beside
         try:
             problems += sampling(m, block, learner) if hasattr(m, 'generate') else []
         finally:

@@ -257,7 +257,8 @@ def test_a_forward_misspelt_is_named_in_its_part_not_blamed_on_the_checker(tmp_p
     """def foward: PyTorch's own forward runs and raises; that is the part's mistake, not a failure to check."""
     text = edited(('    def forward(self, x):\n        return self.net(x)', '    def foward(self, x):\n        return self.net(x)'))
     r, lines = check(tmp_path, text)
-    assert r.returncode == 1 and lines['FeedFoward'].startswith('differs: it has no forward (misspelt?)'), r.stdout
+    assert r.returncode == 1 and lines['FeedFoward'].startswith('differs: line 109: `def foward` is not forward '
+                                                                '(misspelt), so it has no forward'), r.stdout
 
 
 def test_a_part_whose_own_code_fails_to_build_is_named_and_the_parts_that_hold_it_are_not_blamed(tmp_path):

@@ -44,7 +44,7 @@ MEASURED = ['where the lecture has the softmax over the keys', "masked_fill's re
             'is defined but never used', 'a future token changes an earlier output',
             "one example in a batch changes another's output", 'generate fails', "feeds the model the prompt's length",
             'takes one prompt only', 'each head reads', 'one LayerNorm normalizes', 'no dropout after',
-            'its loss at init is', 'otherwise it matches', 'it has no forward (misspelt?)',
+            'its loss at init is', 'otherwise it matches', 'is not forward (misspelt)',
             'pip install', 'not written yet', "can't build", 'building it builds', 'left out', 'no model of yours uses',
             'a bias by distance added to the affinities', 'positions from the attention', 'samples at a temperature',
             'with the same odds', "odds that aren't the softmax", 'returns a Python list', 'plain tensors, not',
@@ -1596,7 +1596,17 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
      "8): mine.py, line 66: TypeError: unsupported operand type(s) for *: 'StandIn' and 'int'"),
     ([('def generate(self, idx, max_new_tokens):', 'def generator(self, idx, max_new_tokens):')], 'BigramLanguageModel',
      "matches: a variant, generate is named generator, where the lecture's is generate; the past never hears the "
-     'future, batch rows never talk, generate crops to block_size')] # (found by its name's start, and checked)
+     'future, batch rows never talk, generate crops to block_size'), # (found by its name's start, and checked)
+    ([('def forward(self, idx, targets=None):', 'def forward(self, idx):'), ('        if targets is None:\n            loss '
+       '= None\n        else:\n            B, T, C = logits.shape\n            logits = logits.view(B*T, C)\n            '
+       'targets = targets.view(B*T)\n            loss = F.cross_entropy(logits, targets)\n        return logits, loss',
+       '        return logits'), ('logits, loss = self(idx_cond)', 'logits = self(idx_cond)')], 'BigramLanguageModel',
+     'matches: a variant, its forward takes no targets and returns the logits alone'), # (the loss in their loop)
+    ([('self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])', 'self.heads = [Head(head_size) for '
+       '_ in range(num_heads)]'), ('        self.proj = nn.Linear(head_size * num_heads, n_embd)\n', ''),
+      ('out = self.dropout(self.proj(out))', 'out = self.dropout(out)')], 'Block', 'differs: line 88: `heads` of '
+     'MultiHeadAttention is a plain Python list: the modules in it are not registered')]
+    # (heads in a plain list in a module that is no part of the lecture's alone: named at the Block that holds it)
 
 
 @pytest.mark.parametrize('changes, part, said', RUN_AS_THEY_MEAN)
@@ -1694,3 +1704,33 @@ def test_a_name_only_a_method_sets_is_never_set(tmp_path):
                                                          'self.key = nn.Linear(C, head_size, bias=False)')))
     assert r.returncode == 1 and 'mistake: line 65: `self.key = nn.Linear(C, head_size, bias=False)`: C is never set ' \
         'anywhere in the file, so this raises NameError' in r.stdout, r.stdout
+
+
+BUILT_FROM_FILES = [ # (the changes, what their build line becomes)
+    ([('vocab_size = len(chars)\n', 'token_count = len(chars)\n'), ('    def __init__(self):\n        super().__init__()\n'
+      '        self.token_embedding_table', '    def __init__(self, vocab_size):\n        super().__init__()\n'
+      '        self.token_embedding_table')], 'model = BigramLanguageModel(token_count)'),
+    ([('    def __init__(self, n_embd):\n        super().__init__()\n        self.net', '    def __init__(self, n_embd, '
+       'ff_dim=4):\n        super().__init__()\n        self.net'), ('nn.Linear(n_embd, 4 * n_embd)', 'nn.Linear(n_embd, '
+       'ff_dim * n_embd)'), ('nn.Linear(4 * n_embd, n_embd)', 'nn.Linear(ff_dim * n_embd, n_embd)'),
+      ('def __init__(self, n_embd, n_head):', 'def __init__(self, n_embd, n_head, ff_dim=4):'),
+      ('self.ffwd = FeedFoward(n_embd)', 'self.ffwd = FeedFoward(n_embd, ff_dim)'),
+      ('    def __init__(self):\n        super().__init__()\n        self.token_embedding_table', '    def __init__(self, '
+       'ff_dim=4):\n        super().__init__()\n        self.token_embedding_table'),
+      ('Block(n_embd, n_head=n_head)', 'Block(n_embd, n_head=n_head, ff_dim=ff_dim)')],
+     'model = BigramLanguageModel(ff_dim=model_config["ff_dim"])')] # (4: a factor, not a width)
+
+
+@pytest.mark.parametrize('changes, build', BUILT_FROM_FILES)
+def test_a_build_that_reads_what_the_file_never_sets_is_built_as_meant(changes, build, tmp_path):
+    """A build line that reads a name only data lines set (token_count = len(chars)), or a JSON config the
+    checker doesn't read (model_config["ff_dim"] for a factor whose default is 4): the model is built (with
+    what the name means; with its own default), not "your build raised", and matches."""
+    import check
+    import test_check
+    text = test_check.edited(*changes).replace('model = BigramLanguageModel()\n', build + '\n')
+    (tmp_path / 'mine.py').write_text(text)
+    out = '\n'.join(check.checked(str(tmp_path / 'mine.py')).lines)
+    assert 'your build raised' not in out and 'as line 165 builds it' in out, out
+    found = parts(out)
+    assert all(line.startswith('matches') for line in found.values()) and found['FeedFoward'] == 'matches', out

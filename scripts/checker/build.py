@@ -232,17 +232,25 @@ class Builder:
         configs = {k: filled(v, settings) for k, v in names.items() if any(v is c for c in settings.configs)}
         value = lambda n: eval(compile(ast.Expression(n), where, 'eval'), names, Scope([configs, names], settings))
         def given(node, name):
-            meant = meaning(name or '')
+            meant, default = meaning(name or ''), defaults.get(name)
+            # (a value from what their file never gives, a JSON config not read: their default, where it is a
+            # number; ff_dim=4 may be a factor, not the lecture's width)
+            unknown = any(isinstance(n, ast.Name) and n.id not in names and not hasattr(builtins, n.id)
+                          for n in ast.walk(node))
+            if unknown and type(default) in (int, float, bool):
+                return default
             try:
                 v = value(node)
             except Exception:
                 return settings(meant) if meant else value(node)
-            # (len(chars) of '')
-            return settings(meant) if meant and type(v) is int and not fits(meant, v) else v
-        cls = None
+            # (len(chars) of ''; a name only data lines set, token_count, taken for a config)
+            wrong = type(v) is int and not fits(meant, v) or v is settings
+            return settings(meant) if meant and wrong else v
+        cls, defaults = None, {}
         try: # (their build failing, the class is built alone: its line says why)
             cls = value(call.func)
             params = [p.name for p in inspect.signature(cls).parameters.values()] + [None] * len(call.args)
+            defaults.update({p.name: p.default for p in inspect.signature(cls).parameters.values()})
             torch.default_generator.manual_seed(1337) # (not torch.manual_seed: slow, CUDA's too)
             self.building = True
             m = cls(*[given(a, params[i]) for i, a in enumerate(call.args)],

@@ -1,7 +1,7 @@
 """
 Step 5, explaining: what a part does that no output shows, measured as it runs: (kind, words, at).
 """
-import ast, contextlib, inspect, re
+import ast, contextlib, difflib, inspect, re
 
 import torch
 import torch.nn as nn
@@ -19,11 +19,21 @@ def own_lines(m):
     return set().union(*(code_lines(c) for c in type(m).__mro__ if not c.__module__.startswith('torch')))
 
 def forward_inside(cls):
-    """def forward indented into __init__: the class has none of its own."""
+    """def forward indented into __init__, or misspelt (def foward): the class has none of its own."""
     code = getattr(vars(cls).get('__init__'), '__code__', None)
     inner = [c for c in (code.co_consts if code else ()) if getattr(c, 'co_name', None) == 'forward']
-    return [('mistake', "`def forward` is inside __init__ (indented one level too far), so it has no forward",
-             (inner[0].co_filename, inner[0].co_firstlineno))] if inner and cls.forward is nn.Module.forward else []
+    if cls.forward is not nn.Module.forward:
+        return []
+    if inner:
+        words = "`def forward` is inside __init__ (indented one level too far), so it has no forward"
+        return [('mistake', words, (inner[0].co_filename, inner[0].co_firstlineno))]
+    methods = [n for n, f in vars(cls).items() if inspect.isfunction(f)]
+    near = difflib.get_close_matches('forward', methods, 1, 0.7) # (def foward)
+    if not near:
+        return []
+    code = vars(cls)[near[0]].__code__
+    words = f"`def {near[0]}` is not forward (misspelt), so it has no forward"
+    return [('mistake', f"{words}: PyTorch calls forward", (code.co_filename, code.co_firstlineno))]
 
 def batched(events, x, m, learner):
     """[a mistake] where m's own torch.cat joins tensors of x's batch and length along the batch or the positions,
@@ -171,19 +181,25 @@ def reused(m, events, never, learner):
                      "never used, belongs", e.at)], [f'`{twin}`'], stand
     return [], [], None
 
-def registered(m, events):
-    """A module m runs but doesn't register (a plain list, made in forward): it never trains."""
+def registered(m, events, checked):
+    """A module m runs but doesn't register (a plain list, made in forward): it never trains. A plain list in
+    a module inside m that is checked on its own (checked(s)) is named there."""
     inside, mine = {id(s) for s in safe_modules(m)}, own_lines(m)
     lost = [e.module for e in events if e.module is not None and id(e.module) not in inside]
     for module in [s for s in dict.fromkeys(lost) if not any(s is not o and s in safe_modules(o) for o in lost)]:
         holds = lambda v: isinstance(v, (list, tuple, dict)) and any(
             c is module for c in (v.values() if isinstance(v, dict) else v))
-        held, at = next((n for n, v in vars(m).items() if holds(v)), None), module.__dict__.get('_made_at')
-        if held:
-            return [('mistake', f"`{held}` is a plain Python {type(vars(m)[held]).__name__}: the "
+        at = module.__dict__.get('_made_at')
+        holders = [(s, n) for s in safe_modules(m) for n, v in vars(s).items() if holds(v)]
+        # (named at the innermost part checked that holds it)
+        nearer = holders and any(checked(s) and holders[0][0] in safe_modules(s) for s in safe_modules(m)[1:])
+        if holders and (holders[0][0] is m or not nearer):
+            s, n = holders[0]
+            held = f"`{n}`" if s is m else f"`{n}` of {type(s).__name__}"
+            return [('mistake', f"{held} is a plain Python {type(vars(s)[n]).__name__}: the "
                      "modules in it are not registered, so model.parameters() misses them and they never train, "
                      "and model.eval() never reaches them (nn.ModuleList registers them)", at)]
-        if any(holds(v) for s in safe_modules(m) for v in vars(s).values()):
+        if holders:
             continue
         if at in mine:
             return [('mistake', f"a {type(module).__name__} made while it runs, not in __init__: it is "

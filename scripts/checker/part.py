@@ -72,7 +72,7 @@ def check_part(label, m, kind, ctx, context, learner):
         named = named or [('mistake', words, None)]
         return 'differs', widths + explain.batched(t.events, x, m, learner) + named, 7, fix
     events = t.events
-    said = explain.swapped(m, learner) + explain.registered(m, events)
+    said = explain.swapped(m, learner) + explain.registered(m, events, lambda s: ctx.role_of(s) is not None)
     said += explain.plain_weights(m, events, learner, lambda s: ctx.role_of(s) is not None)
     said += explain.eval_mode(m, [x, *rest], kwargs, learner) + explain.reseeds(m, [x, *rest], kwargs, learner)
     try:

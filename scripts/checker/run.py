@@ -292,6 +292,9 @@ def sampling(m, block, learner):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
             short = max(lengths, default=0) if 1 < max(lengths, default=0) < block else 0 # (a crop too short)
+            crop = assigned(learner, given[-1][1]) if given and given[-1][1] else None
+            # (one short, as its line writes it: idx[:, -block_size+1:])
+            one_short = crop is not None and re.search(r'[-+]\s*1\s*\)?\s*:', learner.source(crop))
             # the line that appends too much
             wrong = next(((at, n) for at, n, _ in cats if at and n != 1), None)
             # one that appends another
@@ -314,10 +317,9 @@ def sampling(m, block, learner):
             # (the prompt once, then each new token, beside its cache)
             elif set(lengths[1:]) == {1} and cached:
                 held = 'generate feeds each new token beside its cache of keys and values'
-            elif lengths not in (cropped, grown) and not stuck and lengths == [
+            elif lengths not in (cropped, grown) and not stuck and one_short and lengths == [
                     min(start + i, short) for i in range(len(lengths))]:
-                crop = assigned(learner, given[-1][1]) if given[-1][1] else None
-                at = f" ({learner.place(crop)}: `{learner.source(crop)}`)" if crop else ''
+                at = f" ({learner.place(crop)}: `{learner.source(crop)}`)"
                 said.append(('mistake', f"generate crops what the model gets to {short} tokens{at}, where "
                                         f"the model takes block_size = {block}: crop to the last block_size, "
                                         "idx[:, -block_size:]"))
@@ -498,6 +500,10 @@ def invariants(m, T, learner, block):
             if last_only(m, idx):
                 problems.append(('variant', "without targets, the logits of the last position only (as nanoGPT, "
                                             "for generate), where the lecture's are of every position"))
+            if not targets_of(m) and isinstance(m(idx), torch.Tensor): # (the loss left to the training loop)
+                words = ("its forward takes no targets and returns the logits alone, where the lecture's also "
+                         "returns the loss (F.cross_entropy) when given targets")
+                problems.append(('variant', words))
             if not torch.allclose(logits_of(m, later)[:, :T // 2], logits[:, :T // 2], atol=1e-5):
                 problems.append(('mistake', "a future token changes an earlier output"))
             if not torch.allclose(logits_of(m, other)[0], logits[0], atol=1e-5):

@@ -1602,11 +1602,17 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
        'targets = targets.view(B*T)\n            loss = F.cross_entropy(logits, targets)\n        return logits, loss',
        '        return logits'), ('logits, loss = self(idx_cond)', 'logits = self(idx_cond)')], 'BigramLanguageModel',
      'matches: a variant, its forward takes no targets and returns the logits alone'), # (the loss in their loop)
+    # (heads in a plain list in a module that is no part of the lecture's alone: named at the Block that holds it)
     ([('self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])', 'self.heads = [Head(head_size) for '
        '_ in range(num_heads)]'), ('        self.proj = nn.Linear(head_size * num_heads, n_embd)\n', ''),
       ('out = self.dropout(self.proj(out))', 'out = self.dropout(out)')], 'Block', 'differs: line 88: `heads` of '
-     'MultiHeadAttention is a plain Python list: the modules in it are not registered')]
-    # (heads in a plain list in a module that is no part of the lecture's alone: named at the Block that holds it)
+     'MultiHeadAttention is a plain Python list: the modules in it are not registered'),
+    # (torch's tensorboard module, where TensorBoard isn't installed: it stands in, as a package not here does)
+    ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom torch.utils.tensorboard '
+       'import SummaryWriter\n')], 'BigramLanguageModel', 'matches; the past'),
+    ([('self.ln1 = nn.LayerNorm(n_embd)', 'self.ln1 = nn.LayerNorm(n_embd, elementwise_affine=False)')], 'Block',
+     "matches: line 120: a variant, a LayerNorm that learns nothing (elementwise_affine=False; the lecture's learn a "
+     'scale and a shift)$')]
 
 
 @pytest.mark.parametrize('changes, part, said', RUN_AS_THEY_MEAN)
@@ -1734,3 +1740,21 @@ def test_a_build_that_reads_what_the_file_never_sets_is_built_as_meant(changes, 
     assert 'your build raised' not in out and 'as line 165 builds it' in out, out
     found = parts(out)
     assert all(line.startswith('matches') for line in found.values()) and found['FeedFoward'] == 'matches', out
+
+
+def test_a_part_the_checker_cannot_lay_out_is_said_not_counted_where_their_model_runs_it():
+    """A part whose only mistake is that the lecture's steps can't run on its layers (a rotary attention, a
+    parallel block), or that the checker can't check: said as not laid out, not a mistake and not exit 2,
+    where their model runs it through (report.unlaid). A package it calls that isn't here: still said as such."""
+    from checker.compare import Finding
+    from checker.report import LAID, Part, unlaid
+    def part(status, *findings):
+        p = Part('X', 'Block', None)
+        p.status, p.findings = status, [Finding('X', kind, words) for kind, words in findings]
+        return p
+    rope = part('differs', ('mistake', LAID + 'RuntimeError: mat1 and mat2 shapes cannot be multiplied'), ('variant', 'GELU'))
+    assert unlaid(rope) == LAID + 'RuntimeError: mat1 and mat2 shapes cannot be multiplied'
+    assert unlaid(part('cant', ('cant', "can't be checked: RuntimeError: boom"))) == "can't be checked: RuntimeError: boom"
+    assert unlaid(part('differs', ('mistake', LAID + 'x'), ('mistake', 'no causal mask'))) is None # (a mistake too)
+    assert unlaid(part('cant', ('cant', "can't be checked: your X calls einops: pip install einops"))) is None
+    assert unlaid(part('differs', ('mistake', 'no causal mask'))) is None

@@ -3,7 +3,7 @@ Step 3, on a GPU: where a model's forward meets a tensor left on the CPU (one ma
 kept as a plain attribute), found on PyTorch's meta device, which checks devices as CUDA does. Only for a
 model their code moves to a GPU.
 """
-import contextlib, inspect, linecache, re, types
+import ast, contextlib, inspect, linecache, re, types
 
 import torch
 import torch.nn as nn
@@ -14,6 +14,15 @@ from checker.build import reached
 from checker.run import logits_of, tensors
 
 GPUS = ('cuda', 'mps')
+# (a GPU their code names is the meta device here)
+gpu = lambda a: 'meta' if isinstance(a, (str, torch.device)) and str(a).split(':')[0] in GPUS else a
+
+class MetaGPU(TorchFunctionMode):
+    """Their code's calls, a GPU it names ('cuda', x.cuda()) put on the meta device."""
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, '__name__', '') in GPUS: # (x.cuda(): x on their GPU)
+            return args[0].to('meta')
+        return func(*map(gpu, args), **{k: gpu(v) for k, v in (kwargs or {}).items()})
 
 class Devices(TorchFunctionMode):
     """Where a tensor on the CPU meets the model's on the meta device (which checks devices as CUDA does):
@@ -24,8 +33,6 @@ class Devices(TorchFunctionMode):
         # origin: id(tensor) -> (tensor, where it was made)
         self.learner, self.origin, self.mixed = learner, dict(held), {}
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        # (a GPU their code names is the meta device here)
-        gpu = lambda a: 'meta' if isinstance(a, (str, torch.device)) and str(a).split(':')[0] in GPUS else a
         if getattr(func, '__name__', '') in GPUS: # (x.cuda(): x on their GPU)
             return args[0].to('meta')
         args, kwargs = tuple(map(gpu, args)), {k: gpu(v) for k, v in (kwargs or {}).items()}
@@ -87,10 +94,39 @@ def their_text(learner, files):
     lines = [line.rstrip('\n') for f in files for line in learner.texts.get(f) or linecache.getlines(f)]
     return '\n'.join(lines)
 
+FACTORIES = {'arange', 'ones', 'zeros', 'full', 'empty', 'rand', 'randn', 'randint', 'eye', 'tensor',
+             'linspace'}
+
+def at_risk(m, learner):
+    """Whether anything their model runs may leave a tensor on the CPU: a plain tensor attribute; in the code
+    of its classes, or of their functions, a tensor made without device= (torch.arange(T)), .cpu() or
+    'cpu'."""
+    modules = reached(m)
+    if any(isinstance(v, torch.Tensor) for s in modules for v in vars(s).values()):
+        return True
+    classes = {c for s in modules for c in type(s).__mro__ if c.__module__ in learner.own}
+    # (what __init__ makes is a buffer, which moves with the model, or a plain attribute, above)
+    methods = [f for c in classes for n, f in vars(c).items() if n != '__init__']
+    codes = [getattr(inspect.unwrap(f), '__code__', None) for f in methods]
+    trees = []
+    for code in [c for c in codes if c is not None]:
+        with contextlib.suppress(SyntaxError, ValueError):
+            trees.append(learner.parsed(code))
+    called = {n.func.id for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(
+        n.func, ast.Name)} # (a function of theirs the model calls: causal_mask(T))
+    trees += [node for node, _ in learner.functions if node.name in called]
+    made = lambda n: n.func.attr in FACTORIES and not any(k.arg == 'device' for k in n.keywords)
+    calls = [n for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(
+        n.func, ast.Attribute)]
+    cpu = [n for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == 'cpu']
+    return bool(cpu) or any(made(n) or n.func.attr == 'cpu' for n in calls)
+
 def on_gpu(m, T, learner):
     """[('mistake', words)] where its forward, run with the model on a GPU, meets a tensor left on the CPU:
     one made without device= in a forward, or a plain tensor attribute, which model.to(device) leaves
     there. The model's weights, buffers and devices are put on the meta device for the run, then back."""
+    if not at_risk(m, learner): # (the run on the meta device is slow: not where nothing can be left behind)
+        return []
     put, held = [], {} # put: (where, key, what it was)
     def swap(space, k, v):
         put.append((space, k, space[k]))
@@ -117,9 +153,16 @@ def on_gpu(m, T, learner):
         forwards = [inspect.unwrap(type(s).forward) for s in modules]
         spaces = {id(f.__globals__): f.__globals__ for f in forwards if hasattr(f, '__globals__')}
         put += to_meta([vars(s) for s in modules] + list(spaces.values()))
-        watch = Devices(learner, held)
+        watch, idx = Devices(learner, held), torch.zeros(2, T, dtype=torch.long, device='meta')
+        try: # (on the meta device a tensor left on the CPU raises: where it runs through, none is)
+            with torch.no_grad(), MetaGPU():
+                logits_of(m.eval(), idx)
+            return []
+        except Exception:
+            pass
+        # (again, each call watched: where, and why)
         with contextlib.suppress(Exception), torch.no_grad(), watch:
-            logits_of(m.eval(), torch.zeros(2, T, dtype=torch.long, device='meta'))
+            logits_of(m.eval(), idx)
     finally:
         for space, k, v in reversed(put):
             space[k] = v

@@ -272,6 +272,8 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'ffwd no bias': ('variant', "no bias in the feed-forward's Linear layers (the lecture's have one)"),
     'lm_head no bias': ('variant', "no bias in lm_head (the lecture's has one)"),
     'norm no bias': ('variant', "a LayerNorm without bias (bias=False; the lecture's have one)"),
+    'norm no weights': ('variant', "a LayerNorm that learns nothing (elementwise_affine=False; the lecture's "
+                                   "learn a scale and a shift)"),
     'fused qkv': ('variant', 'q, k and v from one Linear, split in three (as nanoGPT)'),
     'heads batched': ('variant', "all heads' q, k and v from one Linear each, the heads a batch dimension "
                                  "(as EX1), where the lecture has a Head module per head"),

@@ -127,6 +127,13 @@ def imported(node, learner, names, where, before):
                 continue
             sys.modules[e.name] = StandInModule(e.name)
             learner.notes.setdefault('stand-ins', []).append(top)
+        except ImportError as e: # (a module here that needs one not installed: torch.utils.tensorboard)
+            wanted = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            wanted = [m for m in wanted if m and not isinstance(sys.modules.get(m), StandInModule)]
+            if 'cannot import name' in str(e) or not wanted: # (a name misspelt: theirs)
+                raise
+            sys.modules.update({m: StandInModule(m) for m in wanted})
+            learner.notes.setdefault('stand-ins', []).extend(wanted)
 
 USUAL = {'torch': 'torch', 'nn': 'torch.nn', 'F': 'torch.nn.functional', 'math': 'math', 'np': 'numpy'}
 

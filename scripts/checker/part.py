@@ -226,6 +226,9 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
              and n.bias is None]
     if plain:
         found.append(('norm no bias', made(plain[0])))
+    fixed = [n for n in norms if isinstance(n, torch.nn.LayerNorm) and n.weight is None]
+    if fixed:
+        found.append(('norm no weights', made(fixed[0])))
     if kind == 'FeedForward':
         first = lay['linears'][0]
         if len(lay['linears']) == 1 and context >= 5:

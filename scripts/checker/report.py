@@ -106,6 +106,16 @@ def parts_of(built, ctx, builder, broken):
                   if ctx.role_of(c) == 'FeedForward' != kind] if kind and (not held or cls.__name__ in held) else []
     return sorted(parts, key=lambda p: ORDER.index(p.kind) if p.kind else len(ORDER))
 
+LAID = "the lecture's computation can't run on its layers: "
+
+def unlaid(part):
+    """The words of a part the checker can't lay out as the lecture's (its only mistake, or why it can't be
+    checked); else None."""
+    mistakes = [f.words for f in part.findings if f.kind in ('mistake', 'cant')]
+    if part.status == 'cant' and mistakes and not any('pip install' in w for w in mistakes):
+        return mistakes[-1]
+    return mistakes[0] if part.status == 'differs' and len(mistakes) == 1 and LAID in mistakes[0] else None
+
 def unbuilt(part, why):
     """A part that can't be built: a stub, its own mistake, another part's, or the checker's guess's."""
     by = getattr(why, 'by', None)
@@ -134,11 +144,12 @@ def report(learner, builder, classes, settings):
     roots = [m for m in built.values() if isinstance(m, nn.Module)]
     roots = [m for m in roots if not any(m is not r and m in safe_modules(r) for r in roots)]
     torch.set_default_dtype(torch.float32) # (a notebook's bfloat16: checked in float32)
+    # (modules in a plain list too: model.eval() never reaches them)
+    within = [s for m in roots for s in reached(m)]
     for m in roots:
         m.float()
-        # (modules in a plain list: model.eval() never reaches them; named once, where they are)
-        for s in reached(m):
-            s.eval()
+    for s in within: # (named once, where they are)
+        s.eval()
     ctx.T = min((context_length(m, settings) for m in roots if ctx.role_of(m) == 'the model'), default=None)
     if any(ctx.role_of(m) == 'the model' and not runs_at(m, ctx.T) for m in roots):
         ctx.T = None # (a model that works at its block_size only: checked there)
@@ -192,8 +203,14 @@ def report(learner, builder, classes, settings):
                 'pip install' in f.words for f in part.findings):
             # no model holds it, and alone it can't be built or run: their model is what counts
             part.status = 'skip'
-        for s in [s for r in roots for s in reached(r) if fix and (s is part.m or type(s) is type(part.m) !=
-                                                                        nn.Sequential)]:
+        elif unlaid(part) and id(part.m) in ctx.inputs and ctx.ran:
+            # their model runs it through: the checker can't lay its layers out as the lecture's; said, not
+            # counted
+            words = unlaid(part).removeprefix("can't be checked: ").removeprefix(LAID)
+            part.status = 'skip'
+            words = f"its layers don't lay out as the lecture's ({words})"
+            part.findings = [Finding(part.label, 'cant', words)]
+        for s in [s for s in within if fix and (s is part.m or type(s) is type(part.m) != nn.Sequential)]:
             # (one that can't be computed as the lecture's is checked as it is)
             with contextlib.suppress(Exception):
                 s.forward, fixed[id(s)] = fix(s), part.label

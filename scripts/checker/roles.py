@@ -2,7 +2,7 @@
 What a module of the learner's is, whatever its name, and how its layers map onto the lecture's: its role (by
 its layers and by what it does), the ways its layers may stand for the lecture's (LAYOUTS), and its stage.
 """
-import contextlib, functools, inspect, itertools, math, re
+import contextlib, functools, inspect, itertools, math, re, weakref
 
 import torch
 import torch.nn as nn
@@ -11,12 +11,18 @@ from checker.lecture import ATTENTIONS, LAYER, MEANING, SEQUENCES, Steps, mha, n
 
 layers = lambda m, kind: [(n, c) for n, c in m.named_children() if isinstance(c, kind)]
 n_heads = lambda m: next((v for k, v in vars(m).items() if MEANING.get(norm(k)) == 'n_head' and type(v) is int), None)
+VOCABS = {} # id(model) -> (a weak reference to it, its vocabulary's size): asked at every call of the model
+
 def vocab(m):
     """The vocabulary's size: the rows of the token table (the Embedding as large as a Linear's output: lm_head's),
     else of the first Embedding."""
-    tables = [e.num_embeddings for e in m.modules() if isinstance(e, nn.Embedding)]
-    outs = {s.out_features for s in m.modules() if isinstance(s, nn.Linear)}
-    return next((n for n in tables if n in outs), tables[0])
+    ref, size = VOCABS.get(id(m), (None, None))
+    if ref is None or ref() is not m:
+        tables = [e.num_embeddings for e in m.modules() if isinstance(e, nn.Embedding)]
+        outs = {s.out_features for s in m.modules() if isinstance(s, nn.Linear)}
+        size = next((n for n in tables if n in outs), tables[0])
+        VOCABS[id(m)] = weakref.ref(m), size
+    return size
 has = lambda m, kind: any(isinstance(s, kind) for s in m.modules())
 
 class Context:

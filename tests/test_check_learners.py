@@ -1758,3 +1758,21 @@ def test_a_part_the_checker_cannot_lay_out_is_said_not_counted_where_their_model
     assert unlaid(part('differs', ('mistake', LAID + 'x'), ('mistake', 'no causal mask'))) is None # (a mistake too)
     assert unlaid(part('cant', ('cant', "can't be checked: your X calls einops: pip install einops"))) is None
     assert unlaid(part('differs', ('mistake', 'no causal mask'))) is None
+
+
+def test_the_gpu_probe_puts_the_model_back_as_it_was(tmp_path):
+    """The run on the meta device swaps the model's weights, buffers and the 'cpu' of their globals: after the
+    check, each is back on the CPU, and the model computes."""
+    import check
+    import test_check
+    import torch
+    text = test_check.edited(("self.register_buffer('tril', torch.tril(torch.ones(block_size, block_size)))",
+                              'self.tril = torch.tril(torch.ones(block_size, block_size))'))
+    (tmp_path / 'mine.py').write_text(text)
+    rep = check.checked(str(tmp_path / 'mine.py'))
+    assert any('on a GPU its forward raises' in f.words for p in rep.parts for f in p.findings) # (the probe ran)
+    model = rep.builder.models[0][0]
+    tensors = [*model.parameters(), *model.buffers(), *(s.tril for s in model.modules() if hasattr(s, 'tril'))]
+    assert all(t.device.type == 'cpu' for t in tensors) and model.forward.__globals__['device'] == 'cpu'
+    idx = torch.zeros(1, 4, dtype=torch.long)
+    assert model(idx)[0].shape == (1, 4, 65) and torch.isfinite(model(idx)[0]).all()

@@ -249,8 +249,9 @@ class Builder:
         cls, defaults = None, {}
         try: # (their build failing, the class is built alone: its line says why)
             cls = value(call.func)
-            params = [p.name for p in inspect.signature(cls).parameters.values()] + [None] * len(call.args)
-            defaults.update({p.name: p.default for p in inspect.signature(cls).parameters.values()})
+            signature = inspect.signature(cls).parameters.values()
+            params = [p.name for p in signature] + [None] * len(call.args)
+            defaults.update({p.name: p.default for p in signature})
             torch.default_generator.manual_seed(1337) # (not torch.manual_seed: slow, CUDA's too)
             self.building = True
             m = cls(*[given(a, params[i]) for i, a in enumerate(call.args)],

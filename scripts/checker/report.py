@@ -206,10 +206,9 @@ def report(learner, builder, classes, settings):
         elif unlaid(part) and id(part.m) in ctx.inputs and ctx.ran:
             # their model runs it through: the checker can't lay its layers out as the lecture's; said, not
             # counted
-            words = unlaid(part).removeprefix("can't be checked: ").removeprefix(LAID)
-            part.status = 'skip'
-            words = f"its layers don't lay out as the lecture's ({words})"
-            part.findings = [Finding(part.label, 'cant', words)]
+            why = unlaid(part).removeprefix("can't be checked: ").removeprefix(LAID)
+            part.status, part.findings = 'skip', [
+                Finding(part.label, 'cant', f"its layers don't lay out as the lecture's ({why})")]
         for s in [s for s in within if fix and (s is part.m or type(s) is type(part.m) != nn.Sequential)]:
             # (one that can't be computed as the lecture's is checked as it is)
             with contextlib.suppress(Exception):
@@ -221,10 +220,10 @@ def report(learner, builder, classes, settings):
         part.fixed = list(dict.fromkeys(fixed[id(s)] for s in safe_modules(part.m) if id(s) in fixed and
                                         s is not part.m))
         try:
-            problems, part.loss = invariants(part.m, ctx.T or block_size(part.m, settings), learner,
-                                             block_size(part.m, settings, cap=None))
+            T = ctx.T or block_size(part.m, settings)
+            problems, part.loss = invariants(part.m, T, learner, block_size(part.m, settings, cap=None))
             if moved(part.m, learner):
-                problems += on_gpu(part.m, ctx.T or block_size(part.m, settings), learner)
+                problems += on_gpu(part.m, T, learner)
         except Exception as e: # what must hold can't be tried on it
             problems = [('note', f"the checker can't run it whole: {message(e)}")]
         # (what must hold can't be told from noise)

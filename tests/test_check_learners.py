@@ -756,17 +756,32 @@ def test_a_model_that_returns_its_loss_first_is_read_by_what_each_value_is(tmp_p
                      found['GPTLanguageModel']), r.stdout
 
 
-def test_a_loss_at_init_more_than_one_above_ln_vocab_is_named_with_its_figure(tmp_path):
+@pytest.mark.parametrize('old, new, code', [
+    ('        self.apply(self._init_weights)\n',
+     '        self.apply(self._init_weights)\n        nn.init.normal_(self.lm_head.weight, std=0.09)\n', 0),
+    ('loss = F.cross_entropy(logits, targets)', 'loss = F.nll_loss(logits, targets)', 1)])
+def test_a_loss_at_init_far_from_ln_vocab_is_named_with_its_figure_and_its_cause(old, new, code, tmp_path):
     """gpt.py with lm_head drawn at std 0.09 after its init: a loss at init between ln 65 + 1 and ln 65 + 2, where
-    the lecture's 4.2 to 4.9 is within 1 of ln 65."""
+    the lecture's 4.2 to 4.9 is within 1 of ln 65; at the lecture's init it is near ln 65 again, so the cause
+    is the init, a variant (the judge's rule: init is the learner's to choose). The loss of F.nll_loss on the
+    logits (no log-softmax) is near 0 whatever the init: a mistake."""
     with open(os.path.join(ROOT, 'gpt.py'), encoding='utf-8') as f:
-        text = f.read().replace('        self.apply(self._init_weights)\n', '        self.apply(self._init_weights)\n'
-                                '        nn.init.normal_(self.lm_head.weight, std=0.09)\n')
-    (tmp_path / 'mine.py').write_text(text)
+        text = f.read()
+    assert old in text
+    (tmp_path / 'mine.py').write_text(text.replace(old, new))
     r = run_here('scripts/check.py', str(tmp_path / 'mine.py'))
-    said = re.search(r'^GPTLanguageModel +differs: its loss at init is (\d\.\d\d), where about ln 65 = 4\.17 is '
-                     r'expected \(the lecture.s 4\.2 to 4\.9\); otherwise it matches', r.stdout, re.M)
-    assert r.returncode == 1 and said and math.log(65) + 1 < float(said.group(1)) < math.log(65) + 2, r.stdout
+    found = parts(r.stdout)['GPTLanguageModel']
+    if code == 0:
+        figure = float(re.search(r'loss at init (\d\.\d\d) \(about ln 65 = 4\.17 expected\)', found).group(1))
+        again = re.search(r"^matches: .*a variant, an init of its own, which takes the loss at init away from ln 65 "
+                          r"\((\d\.\d\d) with the lecture's, std 0\.02\)", found)
+        assert again and abs(float(again.group(1)) - math.log(65)) < 0.5, found
+        assert math.log(65) + 1 < figure < math.log(65) + 2, found
+    else:
+        figure = re.match(r"differs: its loss at init is (\d\.\d\d), where about ln 65 = 4\.17 is expected "
+                          r"\(the lecture's 4\.2 to 4\.9\); otherwise it matches", found)
+        assert figure and float(figure.group(1)) < 0.5 and 'init of its own' not in found, found
+    assert r.returncode == code, r.stdout
 
 
 @pytest.mark.parametrize('call, named', [('F.scaled_dot_product_attention(q, k, self.value(x), is_causal=True)', True),
@@ -1592,8 +1607,52 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
      'BigramLanguageModel', 'matches; the past'), # (a model_config from a module not here: the settings)
     # (a number from a module not here: the checker can't, not their mistake)
     ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom somewhere import hp_table\n'),
-      ('self.key = nn.Linear(n_embd,', 'self.key = nn.Linear(hp_table.width * 1,')], 'Head', "can't build Head(head_size="
+      ('self.key = nn.Linear(n_embd,', 'self.key = nn.Linear(hp_table.alpha * 1,')], 'Head', "can't build Head(head_size="
      "8): mine.py, line 66: TypeError: unsupported operand type(s) for *: 'StandIn' and 'int'"),
+    ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nfrom somewhere import hp_table\n'),
+      ('self.key = nn.Linear(n_embd,', 'self.key = nn.Linear(hp_table.alpha,')], 'Head', "can't build Head(head_size="
+     "8): mine.py, line 66: TypeError: empty(): argument 'size'"),
+    # (generate(idx, total): the one parameter left is the count; generate(initiator_token, max_new_tokens): the
+    # count says so by its name, so the first is the prompt)
+    ([('    def generate(self, idx, max_new_tokens):\n        for _ in range(max_new_tokens):',
+       '    def generate(self, idx, total):\n        for _ in range(total):')], 'BigramLanguageModel',
+     'matches; the past never hears the future, batch rows never talk, generate crops to block_size and runs past it'),
+    ([('    def generate(self, idx, max_new_tokens):\n', '    def generate(self, initiator_token, max_new_tokens):\n'
+       '        idx = initiator_token\n')], 'BigramLanguageModel',
+     'matches; the past never hears the future, batch rows never talk, generate crops to block_size and runs past it'),
+    # (F.nll_loss on the logits, not their log-softmax: a loss near 0 at any init)
+    ([('loss = F.cross_entropy(logits, targets)', 'loss = F.nll_loss(logits, targets)')], 'BigramLanguageModel',
+     'differs: its loss at init is '),
+    # (a token table as wide as the vocabulary and no lm_head: the Blocks' output taken as the logits, no bigram)
+    ([('n_embd = 32', 'n_embd = 65'), ('n_head = 4', 'n_head = 5'), ('logits = self.lm_head(x)', 'logits = x'),
+      ('        self.lm_head = nn.Linear(n_embd, vocab_size)\n', '')], 'BigramLanguageModel', "differs: no lm_head: "
+     "the last part's output is taken as the logits, where the lecture's lm_head maps n_embd to vocab_size (from "
+     "1:02:00)$"),
+    # (an option of its own beside the prompt and the count: named, with its default)
+    ([('    def generate(self, idx, max_new_tokens):\n', "    def generate(self, idx, max_new_tokens, strategy='sample'):\n")],
+     'BigramLanguageModel', "matches: a variant, generate takes strategy='sample', which the lecture's has not; the"),
+    # (a generate that prints as it goes and returns nothing)
+    ([('        return idx\n', '        print(idx)\n')], 'BigramLanguageModel',
+     "matches: a variant, generate returns nothing (None), where the lecture's returns idx with the new tokens; the"),
+    # (the inner width by a setting of the paper's name, n_dff)
+    ([('n_layer = 2\n', 'n_layer = 2\nn_dff = 100\n'), ('nn.Linear(n_embd, 4 * n_embd)', 'nn.Linear(n_embd, n_dff)'),
+      ('nn.Linear(4 * n_embd, n_embd)', 'nn.Linear(n_dff, n_embd)')], 'FeedFoward', 'matches: line 104: a variant, '
+     "its inner width set by a setting of yours, not 4x (the lecture's 4 * n_embd)$"),
+    # (6 heads of 5 in a stream of 32, and a proj that takes n_embd: it raises, and why)
+    ([('n_head = 4', 'n_head = 6'), ('nn.Linear(head_size * num_heads, n_embd)', 'nn.Linear(n_embd, n_embd)')],
+     'MultiHeadAttention', 'differs: line 88: its 6 heads of n_embd // n_head = 5 are 30 wide together, where proj '
+     "takes n_embd = 32: n_embd is no multiple of n_head (the lecture's proj takes head_size * num_heads)"),
+    # (lm_head fed the token embeddings: what runs and is dropped is said so; no 'positions from the attention',
+    # though its heads, their softmax over the queries, see where each token is)
+    ([('logits = self.lm_head(x)', 'logits = self.lm_head(tok_emb)'), ('F.softmax(wei, dim=-1)', 'F.softmax(wei, dim=1)')],
+     'BigramLanguageModel', 'differs: line 140: no position embedding; and line 145: the blocks never applied between '
+     'the embeddings and lm_head; and no final LayerNorm (ln_f) before lm_head; your `position_embedding_table`, '
+     '`blocks`, `ln_f` run, but the output never depends on them$'),
+    # (a setting read from a module not here, as h.n_embd: the file's, else the lecture's; tiktoken's n_vocab too)
+    ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nimport hyperparameters as h\n'
+       'import tiktoken\n'), ('self.key = nn.Linear(n_embd,', 'self.key = nn.Linear(h.n_embd,'),
+      ('nn.Embedding(vocab_size, n_embd)', 'nn.Embedding(tiktoken.get_encoding("gpt2").n_vocab, n_embd)')],
+     'BigramLanguageModel', 'matches; the past'),
     ([('def generate(self, idx, max_new_tokens):', 'def generator(self, idx, max_new_tokens):')], 'BigramLanguageModel',
      "matches: a variant, generate is named generator, where the lecture's is generate; the past never hears the "
      'future, batch rows never talk, generate crops to block_size'), # (found by its name's start, and checked)
@@ -1674,6 +1733,12 @@ def test_a_syntax_error_in_a_line_the_checker_never_runs_leaves_out_that_stateme
     assert r.returncode == 0 and re.search(r"^note: left out: .*: lines 5, 171 to 181$", r.stdout, re.M), r.stdout
     r, found = test_check.check(tmp_path, test_check.edited(('out = wei @ v', 'out = (wei @ v')))
     assert r.returncode == 2 and 'a syntax error' in r.stderr + r.stdout, r.stdout + r.stderr
+    if sys.version_info < (3, 12): # (a backslash in an f-string's braces: Python 3.12's, said so)
+        newer = ('print(f"step {iter}: train loss', 'print(f"{chr(10).join([\'\\n\'])}step {iter}: train loss')
+        r, found = test_check.check(tmp_path, test_check.edited(newer))
+        assert r.returncode == 0 and re.search(r"^note: left out: \S+mine.py, line 173: a syntax error: f-string .* "
+                                               r"\(Python 3\.12 reads it, this is 3\.\d+\.\d+\): lines 170 to 180$",
+                                               r.stdout, re.M), r.stdout
 
 
 def test_a_head_that_reads_t_from_the_files_globals_is_named_there(tmp_path):

@@ -163,8 +163,9 @@ def arguments(cls, settings, own):
     return kwargs
 
 def codes(cls):
-    """The code of a class's own methods, and of the functions defined in them."""
-    methods = [inspect.unwrap(f) for f in vars(cls).values() if inspect.isfunction(f)] # (@torch.no_grad()'s)
+    """The code of a class's own methods (or of a function), and of the functions defined in them."""
+    methods = [inspect.unwrap(f) for f in (vars(cls).values() if isinstance(cls, type) else [cls])
+               if inspect.isfunction(f)] # (@torch.no_grad()'s)
     found = [f.__code__ for f in methods]
     for code in found:
         found += [c for c in code.co_consts if inspect.iscode(c)]
@@ -180,7 +181,11 @@ def supply(classes, settings, supplied):
         scope = next((f.__globals__ for f in vars(cls).values() if inspect.isfunction(f)), {})
         loads = [i for c in codes(cls) for i in dis.get_instructions(c) if i.opname == 'LOAD_GLOBAL']
         called = {i.argval for i in loads if 'NULL' in i.argrepr} # (Block(...): a class, never a setting)
-        for name in {i.argval for i in loads}:
+        # (a function of the file's that reads the data: generate(model, ...) beside the model, its decode)
+        functions = [f for f in scope.values() if inspect.isfunction(f) and f.__globals__ is scope]
+        data = {i.argval for f in functions for c in codes(f) for i in dis.get_instructions(c)
+                if i.opname == 'LOAD_GLOBAL' and i.argval in DATA}
+        for name in {i.argval for i in loads} | data:
             # (StandIn: a package's)
             unset = name not in scope or meaning(name) == 'device' or isinstance(scope[name], StandIn) or (
                 scope[name] in (None, 0) or name in DATA and scope[name] in ({}, [], ''))

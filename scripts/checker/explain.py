@@ -209,15 +209,21 @@ def registered(m, events, checked):
                                 "it is not registered, so model.parameters() misses it and it never trains", at)]
     return []
 
-def heads_width(lay, x):
-    """Multi-head attention: n_head heads of n_embd // n_head, together as wide as x."""
+def heads_width(lay, x, raised=False):
+    """Multi-head attention: n_head heads of n_embd // n_head, together as wide as x (raised: its proj
+    raised on them)."""
     n, C, wide = len(lay['heads']), x.shape[-1], 0
     with contextlib.suppress(Exception), torch.no_grad(): # (a head that needs more than x: not measured)
         wide = sum(out_of(h(x)).shape[-1] for h in lay['heads'])
+    at = lay['heads'][0].__dict__.get('_made_at')
+    if raised and wide and n > 1 and wide != C and wide // n == C // n: # (n_embd 32 in 6 heads of 5)
+        words = f"its {n} heads of n_embd // n_head = {C // n} are {wide} wide together, where proj takes " \
+                f"n_embd = {C}: n_embd is no multiple of n_head (the lecture's proj takes head_size * " \
+                "num_heads)"
+        return [('mistake', words, at)]
     # (n_embd 256 in 6 heads: 6 of 42, as the lecture's code)
     return [('mistake', f"its {n} heads together are {wide} wide, not n_embd = {C}: each is n_embd // "
-             f"n_head = {C // n} wide", lay['heads'][0].__dict__.get('_made_at'))] if (
-        wide and n > 1 and wide // n != C // n) else []
+             f"n_head = {C // n} wide", at)] if wide and n > 1 and wide // n != C // n else []
 
 def repeated(blocks):
     """Blocks that are one repeated ([Block()] * n): they share their weights."""

@@ -18,8 +18,8 @@ SETTINGS = {
                   'max_seq_len sequence_length max_len max_length n_ctx ctx context max_context block '
                   'context_window max_seq_length n_positions ctx_win context_win',
     'head_size': 'head_size head_dim d_head d_k dk hs head_dimension',
-    'ffwd_size': 'd_ff dff ff_dim ffn_dim ffwd_dim dim_ff dim_feedforward inner_dim mlp_dim d_inner ff_size '
-                 'ffn_size ffwd_size intermediate_size hidden_dim_ff',
+    'ffwd_size': 'd_ff dff n_dff n_ff ff_dim ffn_dim ffwd_dim dim_ff dim_feedforward inner_dim mlp_dim '
+                 'd_inner ff_size ffn_size ffwd_size intermediate_size hidden_dim_ff',
     'dropout': 'dropout dropout_rate dropout_p p_dropout drop drop_rate dropout_prob pdrop resid_pdrop p_drop',
     'vocab_size': 'vocab_size n_vocab vocab num_tokens n_tokens vocab_len vocabulary_size num_chars n_chars '
                   'vocab_dim tgt_vocab_size v', 'bias': 'bias use_bias', 'device': 'device'}
@@ -182,6 +182,8 @@ def model(lay, idx, o, at):
         for b in [b for b in lay['body'] if b not in lay['extra']]: # (a part run beside the Blocks: not here)
             x = lay['call'](b, x)
         x = at('blocks', x, before)
+    if lay.get('inline'): # (one Block, written out in the model's forward)
+        x = at('blocks', block(lay['inline'], x, LECTURES['Block'][1], lambda name, v, before=None: v), x)
     for name, b in [] if lay['blocks'] else lay['named']: # before stage 5: the heads, the feed-forward
         x = at(f'`{name}`', lay['call'](b, x), x)
     x = at('ln_f', lay['final'](x), x) if lay['final'] is not None else x
@@ -261,6 +263,8 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'no norms': ('mistake', 'no LayerNorm before the attention and the feed-forward (pre-norm, 1:32:51)'),
     'one head': ('mistake', 'one head as wide as n_embd, not n_head heads of n_embd // n_head and a proj'),
     'no ln_f': ('mistake', 'no final LayerNorm (ln_f) before lm_head'),
+    'no lm_head': ('mistake', "no lm_head: the last part's output is taken as the logits, where the "
+                              "lecture's lm_head maps n_embd to vocab_size (from 1:02:00)"),
     'early ln_f': ('variant', 'a final LayerNorm before lm_head, which the lecture adds at stage 6 (ln_f, 1:32:51)'),
     'no positions': ('mistake', 'no position embedding'),
     'last of blocks': ('video', 'the last LayerNorm as the last of blocks, as the video from 1:32:51 (ln_f in '
@@ -286,4 +290,7 @@ STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
                        "it divides by sqrt(var + eps)"),
     'tied': ('variant', "lm_head shares the token embedding's weights (the lecture's are separate)"),
     'positions': ('variant', 'positions from the attention (rotary embeddings, ALiBi), not a position table'),
-    'fixed positions': ('variant', 'a fixed (sinusoidal) position table; the lecture learns one')}
+    'fixed positions': ('variant', 'a fixed (sinusoidal) position table; the lecture learns one'),
+    'one Block inline': ('variant', "one Block written out in the model's forward (its attention and "
+                                    "feed-forward, each after its LayerNorm, added to x), where the lecture "
+                                    "runs a list of Blocks")}

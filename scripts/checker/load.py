@@ -3,7 +3,7 @@ Step 1, load: of the learner's file (a script, a notebook's cells, the modules b
 settings and definitions run, and the calls that build a model (build.py); never what reads data or trains.
 """
 import __future__, argparse, ast, contextlib, difflib, importlib.abc, importlib.machinery, importlib.util, json
-import linecache, os, pkgutil, re, sys, textwrap, traceback, types
+import linecache, os, pkgutil, platform, re, sys, textwrap, traceback, types
 
 import torch
 import torch.nn as nn
@@ -67,12 +67,15 @@ class Learner:
 class StandIn:
     """A name of a package that isn't installed: anything while models are built; called later, Missing."""
     loading = True
+    setting = None # setting(name): the value of the setting a name means (the file's, else the lecture's)
     def __init__(self, name):
         self.name = name
     def __getattr__(self, attr):
         if attr.startswith('__'):
             raise AttributeError(attr)
-        return StandIn(f'{self.name}.{attr}')
+        value = StandIn.setting(attr) if StandIn.setting and not attr.startswith(('get', 'set')) else None
+        # (hyperparameters.n_embd of a module of theirs not here, tiktoken's enc.n_vocab: the settings')
+        return StandIn(f'{self.name}.{attr}') if value is None else value
     def __call__(self, *args, **kwargs):
         if self.name.split('.')[0] == 'tqdm' and args: # (a progress bar: what it counts)
             return range(*args) if self.name.endswith('trange') else args[0]
@@ -276,7 +279,9 @@ def parse(code, where, left=None):
             top = lambda i: lines[i][:1] not in ' \t#)]}' and lines[i].strip() # (a top-level statement)
             first = next((i for i in range(min(e.lineno or 1, len(lines)) - 1, -1, -1) if top(i)), 0)
             end = next((i for i in range(first + 1, len(lines)) if top(i)), len(lines))
-            said = said or f"{where}, line {e.lineno}: a syntax error: {e.msg}"
+            newer = 'f-string' in e.msg and sys.version_info < (3, 12) # (PEP 701's f-strings)
+            newer = f" (Python 3.12 reads it, this is {platform.python_version()})" if newer else ''
+            said = said or f"{where}, line {e.lineno}: a syntax error: {e.msg}{newer}"
             if left is None or re.match(r'(async\s+)?(def|class)\b|@', lines[first]) or e.lineno is None:
                 raise CantCheck(f"{where}, line {e.lineno}: a syntax error: {e.msg}") from None
             lines[first:end] = [''] * (end - first) # (a loop, a print)
@@ -373,13 +378,14 @@ def run_selected(tree, learner, names, where):
 def setting(node, learner, names, where):
     """Run a line of settings; one reading what only the data makes (config.vocab_size = vocab_size): with the
     settings' value."""
-    from checker.build import Settings, meaning # (build.py imports this module)
+    from checker.build import DATA, Settings, meaning # (build.py imports this module)
     try:
         run([node], where, names)
     except NameError as e:
-        if not meaning(e.name) or e.name in names:
+        if not (meaning(e.name) or e.name in DATA) or e.name in names:
             raise
-        names[e.name] = Settings(names, learner.own)(meaning(e.name))
+        # (charsize = len(chars): Tiny Shakespeare's characters)
+        names[e.name] = Settings(names, learner.own)(meaning(e.name)) if meaning(e.name) else DATA[e.name]
         run([node], where, names)
 
 def load(path, learner):
@@ -388,6 +394,11 @@ def load(path, learner):
     siblings, argv = Siblings(learner), sys.argv
     sys.meta_path.insert(0, siblings)
     sys.argv, StandIn.loading = [path], True # argparse's defaults
+    from checker.build import Settings, meaning # (build.py imports this module)
+    def setting(name):
+        with contextlib.suppress(KeyError, TypeError): # (device: no setting of the lecture's)
+            return meaning(name) and Settings(learner.names, learner.own)(meaning(name))
+    StandIn.setting = setting
     with contextlib.suppress(ImportError): # names NumPy 2 dropped, in code written for NumPy 1
         import numpy
         for old, value in dict(Inf=numpy.inf, Infinity=numpy.inf, PINF=numpy.inf, NINF=-numpy.inf, NaN=numpy.nan,

@@ -41,6 +41,12 @@ def shorter(m, x, rest, kwargs, learner):
                      f"(cut the mask to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}")
         return [('mistake', words, at)] if learner.raised(e) else []
 
+def forward_code(m, learner):
+    """The text of m's forward, as Python reads it; '' where it can't be read."""
+    with contextlib.suppress(SyntaxError, AttributeError):
+        return ast.unparse(learner.parsed(type(m).forward.__code__))
+    return ''
+
 def check_part(label, m, kind, ctx, context, learner):
     """(status, [(kind, words, at)], stage, fix(instance): the lecture's part on its layers, or None)."""
     (x, *rest), kwargs = ctx.example(m)
@@ -64,7 +70,8 @@ def check_part(label, m, kind, ctx, context, learner):
             unrun = 'your model holds it but never runs it; run, it '
         widths = [] # (heads too narrow for proj: why it raises)
         with contextlib.suppress(Exception):
-            widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x) if kind == 'MultiHeadAttention' else []
+            if kind == 'MultiHeadAttention':
+                widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x, True)
         # (the model that holds it: checked with it)
         fix = lectures(kind, ctx) if kind != 'the model' else None
         words = cause_of(e) or f"{unrun}raised on {tuple(x.shape)}: {message(e)}"
@@ -85,8 +92,8 @@ def check_part(label, m, kind, ctx, context, learner):
     random = any('eval mode' in f[1] or 'while it runs' in f[1] for f in said) # (nothing to compare with)
     never = explain.unused(m, [x, *rest], kwargs, ctx)
     for lay in layouts if kind == 'the model' else []: # (a position table its forward never uses: none)
-        if any(c is lay['pos'] and f'`{n}`' in never for n, c in m.named_children()):
-            lay['pos'] = None
+        for n in [n for n, c in m.named_children() if c is lay['pos'] and f'`{n}`' in never]:
+            lay['pos'], lay['unused pos'] = None, f"self.{n}(" in forward_code(m, learner)
     wrong, named, stand = explain.reused(m, events, never, learner)
     # (the lecture's steps with the layer they applied in its place: the next difference)
     if stand is not None:
@@ -130,11 +137,13 @@ def check_part(label, m, kind, ctx, context, learner):
         words = f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings and lm_head"
         said.append(('mistake', words, c.__dict__.get('_made_at')))
     never = [n for n in never if n not in [f'`{n}`' for n, _ in skipped]]
+    code = forward_code(m, learner) if never else ''
+    called = [n for n in never if f"self.{n.strip('`')}(" in code]
+    never = [n for n in never if n not in called]
     # (a layer it calls, whose result it drops: named as that)
-    if any('the result is never used' in f[1] for f in said):
-        with contextlib.suppress(SyntaxError, AttributeError):
-            code = ast.unparse(learner.parsed(type(m).forward.__code__))
-            never = [n for n in never if f"self.{n.strip('`')}(" not in code]
+    if called and not any('the result is never used' in f[1] for f in said):
+        verb, it = ('runs', 'it') if len(called) == 1 else ('run', 'them')
+        said.append(('note', f"your {', '.join(called)} {verb}, but the output never depends on {it}", None))
     if never:
         verb = 'is' if len(never) == 1 else 'are'
         said.append(('note', f"your {', '.join(never)} {verb} defined but never used", None))
@@ -279,6 +288,8 @@ def structure(kind, m, lay, stage, context, ctx, shown, steps):
         if lay['final'] is not None and stage < 6:
             found.append(('early ln_f', made(lay['final'])))
         # (the video adds lm_head first, then positions)
+        # (a table it looks up, its result dropped: no rotary or ALiBi for it)
         if lay['pos'] is None and not lay['bigram'] and stage > 1:
-            found.append(('positions', None) if ctx.positions else ('no positions', shown('tok')))
+            rotary = ctx.positions and not lay.get('unused pos')
+            found.append(('positions', None) if rotary else ('no positions', shown('tok')))
     return found

@@ -15,7 +15,7 @@ from checker.devices import moved, on_gpu
 from checker.part import check_part
 from checker.lecture import ATTENTIONS, STAGES
 from checker.roles import LAYOUTS, Context, block_size, context_length, layers, stage_of, vocab
-from checker.load import CantCheck, Missing, StandIn, message
+from checker.load import NOTEBOOK, CantCheck, Missing, StandIn, message
 from checker.run import capture, invariants, raised_at, runs_at
 
 NOISE = 0.05 # added to every weight before comparing: no two layers alike (two LayerNorms are, at init)
@@ -47,7 +47,9 @@ def versions(built, builder):
     """{class: instance}, with the earlier versions of a class a notebook defines again (each stage of
     the lecture as BigramLanguageModel) that a language model of theirs holds, before the latest; unless
     the same code."""
-    learner, names, taken = builder.learner, {c.__name__ for c in built}, {id(m) for m in built.values()}
+    learner, taken = builder.learner, {id(m) for m in built.values()}
+    # (and a model's, whose class is left out: an excerpt)
+    names = {c.__name__ for c in built} | {type(m).__name__ for m, _ in builder.models}
     text = lambda cls: [learner.source(at) for at in sorted(lines_of(cls))]
     models = [m for m, _ in builder.models if any(isinstance(s, nn.Embedding) for s in safe_modules(m))]
     earlier = {type(s): s for m in models for s in safe_modules(m)[::-1] if type(s).__name__ in names and
@@ -68,6 +70,8 @@ def held_by(builder, built):
     # (beside a language model, a module of theirs built alone, holding none of theirs, shows the math: the
     # lecture's LayerNorm1d)
     lms = [m for m in models if any(isinstance(s, nn.Embedding) for s in safe_modules(m))]
+    if models and not lms: # (a module built alone to draw it: what holds the parts is not built)
+        return set()
     alone = {type(m).__name__ for m in models if lms and theirs(m) == {type(m).__name__}}
     names -= alone - set().union(*map(theirs, lms))
     versions = [m for m in built.values() if isinstance(m, nn.Module)]
@@ -125,7 +129,7 @@ def unbuilt(part, why):
         part.status, why = 'cant', f"not written yet: {why}"
     else:
         # (a package's stand-in in their arithmetic: the checker's guess, not their mistake)
-        part.status = 'differs' if by and why.theirs and "'StandIn'" not in why else 'cant'
+        part.status = 'differs' if by and why.theirs and 'StandIn' not in why else 'cant'
         why += "; with its settings guessed, that is, which may be what fails: tell the checker how your model is " \
                "built (--build \"Model(...)\"), or in your notebook run check.here(globals())" * (part.status == 'cant')
     part.findings.append(Finding(part.label, 'mistake' if part.status == 'differs' else 'cant', why))
@@ -176,7 +180,7 @@ def report(learner, builder, classes, settings):
             continue
         stage = 7 # (where its layers can't be laid out, its own line says why)
         with contextlib.suppress(Exception):
-            stage = stage_of(m, 'the model', LAYOUTS['the model'](m, ctx)[0], ctx)
+            stage = max(stage_of(m, 'the model', lay, ctx) for lay in LAYOUTS['the model'](m, ctx))
         stages.update({type(s): max(stage, stages.get(type(s), 0)) for s in m.modules()})
     rep.stage = max(stages.values(), default=7)
     torch.default_generator.manual_seed(0)
@@ -249,7 +253,7 @@ def report(learner, builder, classes, settings):
     held = held_by(builder, built)
     based = {b for c in classes if c.__name__ in held for b in c.__mro__} # (a base of theirs is used)
     unused = [c.__name__ for c in classes if c.__name__ not in held and c not in based] \
-        if builder.models and not broken else []
+        if held and not broken else []
     if unused:
         rep.findings.append(Finding('', 'note', f"no model of yours uses {', '.join(unused)}: not checked"))
     inside = {type(s) for p in rep.parts if isinstance(p.m, nn.Module) for s in safe_modules(p.m)}
@@ -365,6 +369,15 @@ def named(learner):
 def check(learner, builder):
     """The Report; their globals and random numbers left as they were."""
     classes = classes_of(learner)
+    built = {type(s) for m, _ in builder.models for s in m.modules()}
+    notebook = learner.path.endswith(('.ipynb', NOTEBOOK))
+    # (a notebook's class shown again in part, never built: `# rest of the code as before`)
+    for c in [c for c in classes if notebook and c not in built]:
+        again = any(b.__name__ == c.__name__ for b in built)
+        if again and [k for k, v in vars(c).items() if callable(v)] == ['__init__']:
+            classes.remove(c)
+            words = "it has no forward, and the notebook never builds it (a part shown again, in part)"
+            learner.notes.setdefault('unread', []).append(f"{label(c, [c, c], learner)}: {words}")
     settings, rng = Settings(learner.names, learner.own), torch.get_rng_state()
     put = supply(classes, settings, builder.supplied)
     try:

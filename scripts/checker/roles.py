@@ -325,7 +325,21 @@ def model_layouts(m, ctx):
     tied = head.weight is tok.weight if head is not None else not lay['bigram']
     if tied:
         lay['structure'].append('tied')
-    return [lay]
+    if lay['bigram'] and lay['body']: # (its parts' output taken as the logits: it has no lm_head)
+        lay['bigram'], lay['head'] = False, nn.Identity()
+        lay['structure'].append('no lm_head')
+    return [lay] + inline_block(lay, kids, ctx)
+
+def inline_block(lay, kids, ctx):
+    """One Block written out in the model's own forward (its attention, feed-forward, ln1, ln2, then ln_f):
+    a layout of stage 6 with one Block, beside the one of stage 4 that runs them in turn."""
+    norms = [c for _, c in kids if ctx.role_of(c) == 'LayerNorm']
+    sa = [c for _, c in lay['named'] if ctx.role_of(c) in ATTENTIONS]
+    ffwd = [c for _, c in lay['named'] if ctx.role_of(c) == 'FeedForward']
+    if lay['blocks'] or len(norms) != 3 or len(sa) != 1 or len(ffwd) != 1 or len(lay['named']) != 2:
+        return []
+    one = dict(norms=norms[:2], sa=sa[0], ffwd=ffwd[0], call=ctx.call)
+    return [dict(lay, named=[], inline=one, structure=lay['structure'] + ['one Block inline'])]
 
 def ffwd_layouts(m, ctx):
     """Its Linears, and a LayerNorm before them (the Block's ln2, moved inside)."""
@@ -372,6 +386,8 @@ def stage_of(m, kind, lay, ctx):
     norms = any(ctx.role_of(s) == 'LayerNorm' for s in m.modules() if s is not m)
     if kind == 'the model':
         kinds = [ctx.role_of(b) for b in lay['body']]
+        if lay.get('inline'):
+            return 7 if has(m, nn.Dropout) else 6
         if lay['bigram'] or not kinds:
             return 1
         if 'Block' not in kinds and 'FeedForward' in kinds:

@@ -3,7 +3,7 @@ Step 3, running: every tensor a part makes, at the learner's line, and what each
 module of a model receives; forward and generate called by what their parameters mean; what must hold of a
 model whatever its weights.
 """
-import ast, contextlib, functools, inspect, math, re, traceback
+import ast, contextlib, copy, functools, inspect, math, re, traceback
 
 import torch
 import torch.nn as nn
@@ -108,6 +108,9 @@ def counts(name):
     nouns = any(w in name for w in ('token', 'char')) and not any(w in name for w in INPUT)
     return name == 'n' or name not in IDX and (any(w in name for w in COUNT) or nouns)
 
+def counted(kwargs):
+    return [v for v in kwargs.values() if type(v) is int]
+
 class Yielded(list):
     """What a generate that is a Python generator yields, in order."""
 
@@ -121,11 +124,13 @@ def generate(m, idx, n, block=None):
     tries = [(idx, True), (idx, False)] + [(p, True) for p in (row, text, array) if p is not None]
     for prompt, first_is_idx in tries:
         kwargs, params = {}, inspect.signature(m.generate).parameters.values()
+        # (generate(initiator_token, max_new_tokens): a count by a name that says so comes after the prompt)
+        plainly = [p for p in params if any(w in norm(p.name) for w in COUNT)]
         try:
             for i, p in enumerate(p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)):
                 name = norm(p.name)
                 first = i == 0 and p.default is p.empty and first_is_idx and (
-                    not counts(name) or prompt is text)
+                    not counts(name) or prompt is text or plainly[:1] not in ([], [p]))
                 count = p.annotation is int or type(p.default) is int # (tokens: int = 1, a count)
                 if (name in IDX or first) and not count: # (generate(first_char, n))
                     kwargs[p.name], first_is_idx = prompt, False
@@ -136,6 +141,8 @@ def generate(m, idx, n, block=None):
                     kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
+                elif p.default is p.empty and not first_is_idx and n not in counted(kwargs):
+                    kwargs[p.name] = n # (generate(idx, total): the one left is the count)
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
             kind = next((k for p, k in [(text, 'text'), (array, 'array'), (row, 'row')] if prompt is p), True)
@@ -290,6 +297,9 @@ def sampling(m, block, learner):
                                         "idx with them, a (B, T + max_new_tokens) tensor"))
             if new == 3 and isinstance(out, str):
                 said.append(('variant', "generate returns text, where the lecture's returns the tokens (to decode)"))
+            if new == 3 and out is None and len(lengths) == new: # (it prints as it goes)
+                words = "generate returns nothing (None), where the lecture's returns idx with the new tokens"
+                said.append(('variant', words))
             cropped, grown = ([min(start + i, b) for i in range(len(lengths))] for b in (block, math.inf))
             short = max(lengths, default=0) if 1 < max(lengths, default=0) < block else 0 # (a crop too short)
             crop = assigned(learner, given[-1][1]) if given and given[-1][1] else None
@@ -419,10 +429,19 @@ def cause_of(e):
             f"shape, so any other batch raises ({message(e)}); the lecture takes B, T, C from the tensor's shape")
 
 def options(m, measured=''):
-    """[a variant] for nanoGPT's temperature and top_k, where generate takes them (run at their defaults)."""
-    knobs = [p for p in inspect.signature(m.generate).parameters if re.search(r'temp|top_?[kp]', p.lower())
-             and not ('temp' in p.lower() and 'temperature of' in measured or 'top' in p.lower() and ' top' in measured)]
-    return [('variant', f"generate takes {' and '.join(knobs)} (as nanoGPT), which the lecture's has not")] if knobs else []
+    """[a variant] for what generate takes beside the prompt and the count, run at its default: nanoGPT's
+    temperature and top_k, an option of its own (strategy='greedy')."""
+    params = [p for p in inspect.signature(m.generate).parameters.values() if p.default is not p.empty]
+    nano = [p.name for p in params if re.search(r'temp|top_?[kp]', p.name.lower())]
+    knobs = [n for n in nano if not ('temp' in n.lower() and 'temperature of' in measured or
+                                     'top' in n.lower() and ' top' in measured)]
+    # (what the checker gives it: the prompt, the count, block_size, the device)
+    given = lambda p: norm(p.name) in IDX or counts(norm(p.name)) or p.default in ('cpu', 'cuda') or \
+        meaning(p.name) in ('block_size', 'device')
+    own = [f"{p.name}={p.default!r}" for p in params if p.name not in nano and not given(p)]
+    said = [f"{' and '.join(knobs)} (as nanoGPT)"] if knobs else []
+    said += [', '.join(own)] if own else []
+    return [('variant', f"generate takes {words}, which the lecture's has not") for words in said]
 
 def tempered(probs, fed, V, learner):
     """What generate samples from, beside the softmax of the last logits: the same, one with a temperature (a
@@ -508,11 +527,7 @@ def invariants(m, T, learner, block):
                 problems.append(('mistake', "a future token changes an earlier output"))
             if not torch.allclose(logits_of(m, other)[0], logits[0], atol=1e-5):
                 problems.append(('mistake', "one example in a batch changes another's output"))
-            if targets_of(m):
-                out = m(idx, **{targets_of(m): targets}) # (logits, loss), {'loss': ...}, or the loss alone
-                loss = out.get('loss') if isinstance(out, dict) else out
-                if isinstance(out, (tuple, list)): # (in either order)
-                    loss = next((t for t in out if isinstance(t, torch.Tensor) and t.numel() == 1), None)
+            loss = loss_of(m, idx, targets)
         beside = None if hasattr(m, 'generate') else standalone(m, learner)
         # (a method by another name: generator, generate_text)
         other = [n for n in dir(type(m)) if re.match('generat', n) and inspect.isfunction(getattr(type(m), n))]
@@ -531,9 +546,37 @@ def invariants(m, T, learner, block):
                 del m.generate
     except Exception as e: # the model itself fails: its own line says where
         return [('mistake', cause_of(e) or f"running it raised {message(e)}")], None
-    loss = loss if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
     # (at init: about ln V, give or take its noise)
-    if loss is not None and not math.log(V) - 0.25 < loss.item() < math.log(V) + 1:
-        problems.append(('mistake', f"its loss at init is {loss.item():.2f}, where about ln {V} = "
-                                    f"{math.log(V):.2f} is expected (the lecture's 4.2 to 4.9)"))
+    near = lambda loss: math.log(V) - 0.25 < loss.item() < math.log(V) + 1
+    if loss is not None and not near(loss):
+        words = f"its loss at init is {loss.item():.2f}, where about ln {V} = {math.log(V):.2f} is expected"
+        again = None
+        with contextlib.suppress(Exception): # (a model that can't be copied)
+            again = loss_of(drawn_as_the_lectures(m), idx, targets)
+        if again is not None and near(again): # (its own init: said, as what it costs, not a mistake)
+            problems.append(('variant', f"an init of its own, which takes the loss at init away from ln {V} "
+                                        f"({again.item():.2f} with the lecture's, std 0.02)"))
+        else:
+            problems.append(('mistake', f"{words} (the lecture's 4.2 to 4.9)"))
     return problems, loss
+
+def loss_of(m, idx, targets):
+    """The loss its forward returns with targets: (logits, loss), {'loss': ...}, the loss alone; else None."""
+    if not targets_of(m):
+        return None
+    with torch.no_grad():
+        out = m(idx, **{targets_of(m): targets})
+    loss = out.get('loss') if isinstance(out, dict) else out
+    if isinstance(out, (tuple, list)): # (in either order)
+        loss = next((t for t in out if isinstance(t, torch.Tensor) and t.numel() == 1), None)
+    return loss if isinstance(loss, torch.Tensor) and loss.numel() == 1 else None
+
+def drawn_as_the_lectures(m):
+    """A copy of m, its Linear and Embedding weights drawn as the lecture's (normal, std 0.02; biases 0)."""
+    m = copy.deepcopy(m)
+    for s in m.modules():
+        if isinstance(s, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(s.weight, std=0.02, generator=torch.Generator().manual_seed(0))
+        if isinstance(s, nn.Linear) and s.bias is not None:
+            nn.init.zeros_(s.bias)
+    return m

@@ -189,7 +189,12 @@ NANOGPT = [ # the same, in nanoGPT's layout: its fused attention, its own LayerN
     ('LayerNorm', [('return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)',
                     'mean, var = input.mean(1, keepdim=True), input.var(1, keepdim=True, unbiased=False)\n'
                     '        return (input - mean) / (var + 1e-5).sqrt() * self.weight + self.bias')],
-     'normalized over the positions (dim 1 of (B, T, C))', 'return (input - mean)'),
+     'normalized over the positions (dim 1 of (B, T, C))', 'mean, var ='), # (where dim 1 is written)
+    ('LayerNorm', [('return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)',
+                    'mean, var = input.mean(1, keepdim=True), input.var(1, keepdim=True)\n'
+                    '        return (input - mean) / (var + 1e-5).sqrt() * self.weight + self.bias')],
+     "normalized over the positions (dim 1 of (B, T, C)), not over each vector; a variant, the unbiased variance",
+     'mean, var ='), # (two changes: its mean kept (B, 1, C) found as it is)
 ]
 
 
@@ -1631,6 +1636,8 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
     # (an option of its own beside the prompt and the count: named, with its default)
     ([('    def generate(self, idx, max_new_tokens):\n', "    def generate(self, idx, max_new_tokens, strategy='sample'):\n")],
      'BigramLanguageModel', "matches: a variant, generate takes strategy='sample', which the lecture's has not; the"),
+    ([('    def generate(self, idx, max_new_tokens):\n', '    def sample(self, idx, max_new_tokens):\n')],
+     'BigramLanguageModel', "matches: a variant, generate is named sample, where the lecture's is generate; the"),
     # (a generate that prints as it goes and returns nothing)
     ([('        return idx\n', '        print(idx)\n')], 'BigramLanguageModel',
      "matches: a variant, generate returns nothing (None), where the lecture's returns idx with the new tokens; the"),
@@ -1648,6 +1655,30 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
      'BigramLanguageModel', 'differs: line 140: no position embedding; and line 145: the blocks never applied between '
      'the embeddings and lm_head; and no final LayerNorm (ln_f) before lm_head; your `position_embedding_table`, '
      '`blocks`, `ln_f` run, but the output never depends on them$'),
+    # (generate(idx, size_context, max_new_tokens): its block_size by name, not the count)
+    ([('    def generate(self, idx, max_new_tokens):\n', '    def generate(self, idx, size_context, max_new_tokens):\n'),
+      ('idx_cond = idx[:, -block_size:]', 'idx_cond = idx[:, -size_context:]')], 'BigramLanguageModel',
+     'matches; the past never hears the future, batch rows never talk, generate crops to block_size and runs past it'),
+    # (a parameter of no known meaning beside a count by name: not guessed to be the count)
+    ([('    def generate(self, idx, max_new_tokens):\n', '    def generate(self, idx, crop_to, max_new_tokens):\n'),
+      ('idx_cond = idx[:, -block_size:]', 'idx_cond = idx[:, -crop_to:]')], 'BigramLanguageModel',
+     "matches; generate not checked: the checker can't call it (TypeError: generate's parameter crop_to means nothing "
+     "the checker knows)"),
+    # (a temperature and top_k it must be given: as the lecture samples, 1 and all)
+    ([('    def generate(self, idx, max_new_tokens):\n', '    def generate(self, idx, max_new_tokens, temp, top_k):\n'),
+      ('logits = logits[:, -1, :]', 'logits = logits[:, -1, :] / temp\n            v, _ = torch.topk(logits, top_k)\n'
+       "            logits[logits < v[:, [-1]]] = -float('inf')")], 'BigramLanguageModel',
+     "matches: a variant, generate takes temp and top_k (as nanoGPT), which the lecture's has not; the past"),
+    # (their generate reads the model the file built by its name)
+    ([('    def generate(self, idx, max_new_tokens):\n', '    def generate(self, idx, max_new_tokens):\n'
+       '        model.eval()\n')], 'BigramLanguageModel', 'matches: a variant, generate puts the model in eval mode'),
+    # (a forward that takes targets and drops them; one that crops idx itself)
+    ([('        return logits, loss\n', '        return logits\n'), ('logits, loss = self(idx_cond)', 'logits = self('
+       'idx_cond)')], 'BigramLanguageModel', "matches: a variant, its forward takes targets but never uses them: it "
+     "returns the logits alone, where the lecture's also returns the loss (F.cross_entropy); the past"),
+    ([('        B, T = idx.shape\n', '        idx = idx[:, -block_size:]\n        B, T = idx.shape\n')],
+     'BigramLanguageModel', "matches: a variant, its forward crops idx to the last block_size tokens itself, where "
+     "the lecture's crops in generate; the past"),
     # (a setting read from a module not here, as h.n_embd: the file's, else the lecture's; tiktoken's n_vocab too)
     ([('from torch.nn import functional as F\n', 'from torch.nn import functional as F\nimport hyperparameters as h\n'
        'import tiktoken\n'), ('self.key = nn.Linear(n_embd,', 'self.key = nn.Linear(h.n_embd,'),
@@ -1694,6 +1725,22 @@ def test_what_a_learner_means_is_what_is_run_and_a_slip_is_named_at_its_cause(ch
         # it, that line once)
         assert 'line 58: `class Head(nn.Module):`: F is never imported (import torch.nn.functional as F); checked ' \
             'with it' in out and out.endswith('; look at line 58\n'), out
+
+
+def test_a_train_method_of_their_own_is_named_and_the_model_checked_with_pytorchs(tmp_path):
+    """A model's own train(data) takes nn.Module.train's place, which model.eval() calls: named at its def, and
+    the model checked as if PyTorch's were there (its method put back after)."""
+    import check
+    import test_check
+    text = test_check.edited(('    def generate(self, idx, max_new_tokens):\n', '    def train(self, data):\n'
+                              '        return len(data)\n\n    def generate(self, idx, max_new_tokens):\n'))
+    (tmp_path / 'mine.py').write_text(text)
+    rep = check.checked(str(tmp_path / 'mine.py'))
+    out = '\n'.join(rep.lines)
+    assert rep.code == 1 and f"mistake: {cited(text, 'def train(self, data)')}: `def train(self, data):`: its train() " \
+        "takes the place of nn.Module.train(), which model.eval() and model.train() call" in out, out
+    assert parts(out + '\n')['BigramLanguageModel'].startswith('matches; the past'), out
+    assert rep.builder.models[0][0].train([1, 2]) == 2 # (theirs again)
 
 
 def test_a_device_chosen_by_torch_mps_is_available_is_a_setting_line_the_checker_runs(tmp_path):

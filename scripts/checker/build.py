@@ -21,10 +21,12 @@ def meaning(name):
         (meant for pattern, meant in WORDS if re.search(pattern, name)), None) or ( # (n_embeeding_dimensions)
         meaning(name[:-1]) if name.endswith('s') else None) # (head_dims)
 
-WORDS = [(r'vocab', 'vocab_size'), (r'head.*(size|dim)', 'head_size'), (r'(^n|num).*heads?$', 'n_head'),
-         (r'(^n|num).*(layers?|blocks?)$', 'n_layer'), (r'(block|context|ctx|seq).*(size|len)', 'block_size'),
+# (words in a long name of the learner's own, either way round: head_dim, size_head)
+WORDS = [(r'vocab', 'vocab_size'), (r'head.*(size|dim)|^(size|dim).*head$', 'head_size'),
+         (r'(^n|num).*heads?$', 'n_head'), (r'(^n|num).*(layers?|blocks?)$', 'n_layer'),
+         (r'(block|context|ctx|seq).*(size|len)|^(size|len).*(context|ctx|seq)', 'block_size'),
          (r'(ff|feedforward|mlp|inner).*(dim|size)$', 'ffwd_size'),
-         (r'emb.*(dim|size)|^nemb', 'n_embd')] # (words in a long name of the learner's own)
+         (r'emb.*(dim|size)|^nemb|^(size|dim).*emb', 'n_embd')]
 
 fits = lambda meant, value: PLAUSIBLE.get(meant, PLAUSIBLE['size'])(value)
 
@@ -263,12 +265,14 @@ class Builder:
                     **{k.arg: given(k.value, k.arg) for k in call.keywords if k.arg})
             if isinstance(m, nn.Module):
                 self.models.append((m, (where, call.lineno)))
+                return m
         except Exception as e:
             self.failed.add(message(e))
             self.errors.append(((where, call.lineno), message(e)))
             self.tried += [cls] if isinstance(cls, type) and issubclass(cls, nn.Module) else []
-        self.building = False
-        put_back(put)
+        finally:
+            self.building = False
+            put_back(put)
     def given(self, expression):
         """The model that --build's expression builds, in the learner's names."""
         torch.default_generator.manual_seed(1337)

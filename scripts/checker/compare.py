@@ -48,6 +48,8 @@ def canon(t, B, T):
     if t.dim() >= 3 and t.shape[0] > B and t.shape[0] % B == 0: # the heads in the batch
         t = t.reshape(B, -1, *t.shape[1:])
     t = t if t.dim() >= 2 and t.shape[0] == B else t[None]
+    if t.dim() >= 3 and t.shape[1] == 1 and T not in t.shape: # (a mean over the positions, kept: each)
+        t = t.expand(t.shape[0], T, *t.shape[2:])
     time = [d for d in range(1, t.dim()) if t.shape[d] == T]
     return t.movedim(time[0], 1).reshape(t.shape[0], T, -1) if time else None
 

@@ -254,7 +254,7 @@ CATALOGUE = {
         ('dim', 0, 'mistake', 'normalized over the batch (dim 0), as BatchNorm, not over each vector',
          ('mean',)),
         ('dim', 1, 'mistake', 'normalized over the positions (dim 1 of (B, T, C)), not over each vector',
-         ('normalized',))]}
+         ('mean',))]}
 STRUCTURE = { # what a part's layers say, where its output can't: (kind, words)
     'no proj': ('mistake', 'no proj after the heads (added with the residual connections)'),
     'one linear': ('mistake', 'one Linear layer; from 1:26:48 it is Linear(C, 4C), ReLU, Linear(4C, C)'),

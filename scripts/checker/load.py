@@ -373,7 +373,10 @@ def run_selected(tree, learner, names, where):
             with contextlib.suppress(BaseException):
                 setting(node, learner, names, where)
         for call in builds(node, learner, names) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) else []:
-            learner.build(call, names, where)
+            m = learner.build(call, names, where)
+            # (model = GPT(...): theirs by that name, which their generate may read)
+            if m is not None and call is node.value and isinstance(node, ast.Assign):
+                names.update({t.id: m for t in node.targets if isinstance(t, ast.Name)})
 
 def setting(node, learner, names, where):
     """Run a line of settings; one reading what only the data makes (config.vocab_size = vocab_size): with the

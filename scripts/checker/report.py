@@ -3,7 +3,7 @@ Step 6, report: each part checked from the smallest up, one found wrong then run
 consequence named once, at its cause); what holds of each model whatever its weights. The findings are data;
 the words are made from them at the end.
 """
-import ast, contextlib, math, re
+import ast, contextlib, inspect, math, re
 
 import torch
 import torch.nn as nn
@@ -378,6 +378,14 @@ def check(learner, builder):
             classes.remove(c)
             words = "it has no forward, and the notebook never builds it (a part shown again, in part)"
             learner.notes.setdefault('unread', []).append(f"{label(c, [c, c], learner)}: {words}")
+    # (a train(data) of theirs in nn.Module.train's place, which model.eval() calls: PyTorch's, while checked)
+    shadowed = [(c, n, vars(c)[n]) for c in classes for n in ('train', 'eval')
+                if inspect.isfunction(vars(c).get(n))]
+    for c, n, f in shadowed:
+        words = f"its {n}() takes the place of nn.Module.{n}(), which model.eval() and model.train() call"
+        at = (f.__code__.co_filename, f.__code__.co_firstlineno)
+        learner.notes.setdefault('slips', []).append((at, words))
+        setattr(c, n, getattr(nn.Module, n))
     settings, rng = Settings(learner.names, learner.own), torch.get_rng_state()
     put = supply(classes, settings, builder.supplied)
     try:
@@ -390,3 +398,5 @@ def check(learner, builder):
     finally:
         torch.set_rng_state(rng)
         put_back(put)
+        for c, n, f in shadowed:
+            setattr(c, n, f)

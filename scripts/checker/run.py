@@ -135,13 +135,15 @@ def generate(m, idx, n, block=None):
                 if (name in IDX or first) and not count: # (generate(first_char, n))
                     kwargs[p.name], first_is_idx = prompt, False
                 # (max_block_size: no count)
-                elif meaning(p.name) == 'block_size' and 'block' in name and block:
+                elif meaning(p.name) == 'block_size' and ('block' in name or 'context' in name) and block:
                     kwargs[p.name] = block
                 elif counts(name) or count and p.default is p.empty or name in IDX and count:
                     kwargs[p.name] = n
                 elif name == 'device':
                     kwargs[p.name] = 'cpu'
-                elif p.default is p.empty and not first_is_idx and n not in counted(kwargs):
+                elif re.search(r'temp|top[kp]', name) and p.default is p.empty: # (as the lecture samples)
+                    kwargs[p.name] = vocab(m) if 'topk' in name else 1.0
+                elif p.default is p.empty and not first_is_idx and not plainly and n not in counted(kwargs):
                     kwargs[p.name] = n # (generate(idx, total): the one left is the count)
                 elif p.default is p.empty:
                     raise TypeError(f"generate's parameter {p.name} means nothing the checker knows")
@@ -431,14 +433,15 @@ def cause_of(e):
 def options(m, measured=''):
     """[a variant] for what generate takes beside the prompt and the count, run at its default: nanoGPT's
     temperature and top_k, an option of its own (strategy='greedy')."""
-    params = [p for p in inspect.signature(m.generate).parameters.values() if p.default is not p.empty]
+    params = inspect.signature(m.generate).parameters.values()
     nano = [p.name for p in params if re.search(r'temp|top_?[kp]', p.name.lower())]
     knobs = [n for n in nano if not ('temp' in n.lower() and 'temperature of' in measured or
                                      'top' in n.lower() and ' top' in measured)]
     # (what the checker gives it: the prompt, the count, block_size, the device)
     given = lambda p: norm(p.name) in IDX or counts(norm(p.name)) or p.default in ('cpu', 'cuda') or \
         meaning(p.name) in ('block_size', 'device')
-    own = [f"{p.name}={p.default!r}" for p in params if p.name not in nano and not given(p)]
+    own = [f"{p.name}={p.default!r}" for p in params if p.default is not p.empty and p.name not in nano and
+           not given(p)]
     said = [f"{' and '.join(knobs)} (as nanoGPT)"] if knobs else []
     said += [', '.join(own)] if own else []
     return [('variant', f"generate takes {words}, which the lecture's has not") for words in said]
@@ -528,9 +531,19 @@ def invariants(m, T, learner, block):
             if not torch.allclose(logits_of(m, other)[0], logits[0], atol=1e-5):
                 problems.append(('mistake', "one example in a batch changes another's output"))
             loss = loss_of(m, idx, targets)
+            dropped = targets_of(m) and isinstance(m(idx, **{targets_of(m): targets}), torch.Tensor)
+            if dropped and loss is None:
+                words = (f"its forward takes {targets_of(m)} but never uses them: it returns the logits "
+                         "alone, where the lecture's also returns the loss (F.cross_entropy)")
+                problems.append(('variant', words))
+            with contextlib.suppress(Exception): # (more than block_size tokens: the last block_size kept)
+                if out_of(m(torch.randint(V, (1, block + 2), generator=g))).shape[:2] == (1, block):
+                    problems.append(('variant', "its forward crops idx to the last block_size tokens itself, "
+                                                "where the lecture's crops in generate"))
         beside = None if hasattr(m, 'generate') else standalone(m, learner)
         # (a method by another name: generator, generate_text)
-        other = [n for n in dir(type(m)) if re.match('generat', n) and inspect.isfunction(getattr(type(m), n))]
+        other = [n for n in dir(type(m)) if re.match('generat|sample', n) and
+                 inspect.isfunction(getattr(type(m), n))]
         if beside is None and other and not hasattr(m, 'generate'):
             beside = getattr(m, other[0])
             problems.append(('variant', f"generate is named {other[0]}, where the lecture's is generate"))

@@ -1641,6 +1641,10 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
     # (a generate that prints as it goes and returns nothing)
     ([('        return idx\n', '        print(idx)\n')], 'BigramLanguageModel',
      "matches: a variant, generate returns nothing (None), where the lecture's returns idx with the new tokens; the"),
+    # (n_embd given as each head's width: named where it is given, the Block's line, not inside the heads)
+    ([('self.sa = MultiHeadAttention(n_head, head_size)', 'self.sa = MultiHeadAttention(n_head, n_embd)')],
+     'MultiHeadAttention', 'differs: line 118: its 4 heads together are 128 wide, not n_embd = 32: each is n_embd // '
+     'n_head = 8 wide$'),
     # (the inner width by a setting of the paper's name, n_dff)
     ([('n_layer = 2\n', 'n_layer = 2\nn_dff = 100\n'), ('nn.Linear(n_embd, 4 * n_embd)', 'nn.Linear(n_embd, n_dff)'),
       ('nn.Linear(4 * n_embd, n_embd)', 'nn.Linear(n_dff, n_embd)')], 'FeedFoward', 'matches: line 104: a variant, '

@@ -209,13 +209,22 @@ def registered(m, events, checked):
                                 "it is not registered, so model.parameters() misses it and it never trains", at)]
     return []
 
-def heads_width(lay, x, raised=False):
-    """Multi-head attention: n_head heads of n_embd // n_head, together as wide as x (raised: its proj
-    raised on them)."""
+def heads_width(lay, x, m, learner, raised=False):
+    """Multi-head attention m: n_head heads of n_embd // n_head, together as wide as x (raised: its proj
+    raised on them); named where a head's width is written, or given (MultiHeadAttention(n_head, n_embd))."""
     n, C, wide = len(lay['heads']), x.shape[-1], 0
     with contextlib.suppress(Exception), torch.no_grad(): # (a head that needs more than x: not measured)
         wide = sum(out_of(h(x)).shape[-1] for h in lay['heads'])
     at = lay['heads'][0].__dict__.get('_made_at')
+    given = set(inspect.signature(type(m).__init__).parameters) - {'self'}
+    head = type(lay['heads'][0]).__name__
+    with contextlib.suppress(SyntaxError): # (each head n_embd wide, by Head(head_size): where it is given)
+        calls = [c for c in ast.walk(ast.parse(learner.source(at or ('', 0)).strip().rstrip(':')))
+                 if isinstance(c, ast.Call) and getattr(c.func, 'id', None) == head]
+        args = [*calls[0].args, *[k.value for k in calls[0].keywords]] if calls else []
+        names = {a.id for a in args if isinstance(a, ast.Name)}
+        if wide == n * C and m.__dict__.get('_made_at') and given & names:
+            at = m.__dict__['_made_at']
     if raised and wide and n > 1 and wide != C and wide // n == C // n: # (n_embd 32 in 6 heads of 5)
         words = f"its {n} heads of n_embd // n_head = {C // n} are {wide} wide together, where proj takes " \
                 f"n_embd = {C}: n_embd is no multiple of n_head (the lecture's proj takes head_size * " \

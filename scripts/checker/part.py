@@ -71,7 +71,7 @@ def check_part(label, m, kind, ctx, context, learner):
         widths = [] # (heads too narrow for proj: why it raises)
         with contextlib.suppress(Exception):
             if kind == 'MultiHeadAttention':
-                widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x, True)
+                widths = explain.heads_width(LAYOUTS[kind](m, ctx)[0], x, m, learner, True)
         # (the model that holds it: checked with it)
         fix = lectures(kind, ctx) if kind != 'the model' else None
         words = cause_of(e) or f"{unrun}raised on {tuple(x.shape)}: {message(e)}"
@@ -114,7 +114,7 @@ def check_part(label, m, kind, ctx, context, learner):
     stage = stage_of(m, kind, lay, ctx)
     said += shorter(m, x, rest, kwargs, learner) if kind in ATTENTIONS and ctx.T is None else []
     if kind == 'MultiHeadAttention' and not explain.miscalled(m, learner): # (else named at that call)
-        said += explain.heads_width(lay, x)
+        said += explain.heads_width(lay, x, m, learner)
     if kind == 'the model':
         said += explain.repeated([b for b in lay['body'] if b not in lay['extra']])
     if kind == 'Block':

@@ -759,6 +759,8 @@ def test_a_model_that_returns_its_loss_first_is_read_by_what_each_value_is(tmp_p
     assert r.returncode == 0 and r.stdout.endswith('\n5 of 5 parts match gpt.py\n'), r.stdout
     assert re.search(r'generate crops to block_size and runs past it, loss at init \d\.\d\d \(about ln 65',
                      found['GPTLanguageModel']), r.stdout
+    assert "a variant, its forward returns (loss, logits), where the lecture's returns (logits, loss)" in \
+        found['GPTLanguageModel'], r.stdout
 
 
 @pytest.mark.parametrize('old, new, code', [
@@ -778,8 +780,8 @@ def test_a_loss_at_init_far_from_ln_vocab_is_named_with_its_figure_and_its_cause
     found = parts(r.stdout)['GPTLanguageModel']
     if code == 0:
         figure = float(re.search(r'loss at init (\d\.\d\d) \(about ln 65 = 4\.17 expected\)', found).group(1))
-        again = re.search(r"^matches: .*a variant, an init of its own, which takes the loss at init away from ln 65 "
-                          r"\((\d\.\d\d) with the lecture's, std 0\.02\)", found)
+        again = re.search(r"^matches: .*a variant, its weights drawn otherwise than the lecture's, which takes the "
+                          r"loss at init away from ln 65 \((\d\.\d\d) with the lecture's, std 0\.02\)", found)
         assert again and abs(float(again.group(1)) - math.log(65)) < 0.5, found
         assert math.log(65) + 1 < figure < math.log(65) + 2, found
     else:
@@ -1636,6 +1638,8 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
     # (an option of its own beside the prompt and the count: named, with its default)
     ([('    def generate(self, idx, max_new_tokens):\n', "    def generate(self, idx, max_new_tokens, strategy='sample'):\n")],
      'BigramLanguageModel', "matches: a variant, generate takes strategy='sample', which the lecture's has not; the"),
+    ([('    def generate(self, idx, max_new_tokens):\n', "    def generate(self, idx, max_new_tokens, end_token=None):\n")],
+     'BigramLanguageModel', "matches: a variant, generate takes end_token=None, which the lecture's has not; the"),
     ([('    def generate(self, idx, max_new_tokens):\n', '    def sample(self, idx, max_new_tokens):\n')],
      'BigramLanguageModel', "matches: a variant, generate is named sample, where the lecture's is generate; the"),
     # (a generate that prints as it goes and returns nothing)
@@ -1668,6 +1672,14 @@ RUN_AS_THEY_MEAN = [ # (the changes to the lecture's script, a part, how its lin
       ('idx_cond = idx[:, -block_size:]', 'idx_cond = idx[:, -crop_to:]')], 'BigramLanguageModel',
      "matches; generate not checked: the checker can't call it (TypeError: generate's parameter crop_to means nothing "
      "the checker knows)"),
+    # (a dataset object the file never builds, read as settings: its decode is none, the checker's to say)
+    ([('class BigramLanguageModel(nn.Module):\n\n    def __init__(self):\n        super().__init__()\n',
+       'class BigramLanguageModel(nn.Module):\n\n    def __init__(self, data):\n        super().__init__()\n'
+       '        self.data = data\n'), ('self.token_embedding_table = nn.Embedding(vocab_size, n_embd)',
+      'self.token_embedding_table = nn.Embedding(data.vocab_size, n_embd)'),
+      ('        return idx\n', '        return self.data.decode(idx[0].tolist())\n'),
+      ('model = BigramLanguageModel()', 'model = BigramLanguageModel(dataset)')], 'BigramLanguageModel',
+     "matches; generate not checked: the checker can't call it (mine.py, line 164: AttributeError: decode)"),
     # (a temperature and top_k it must be given: as the lecture samples, 1 and all)
     ([('    def generate(self, idx, max_new_tokens):\n', '    def generate(self, idx, max_new_tokens, temp, top_k):\n'),
       ('logits = logits[:, -1, :]', 'logits = logits[:, -1, :] / temp\n            v, _ = torch.topk(logits, top_k)\n'

@@ -398,10 +398,10 @@ def load(path, learner):
     sys.meta_path.insert(0, siblings)
     sys.argv, StandIn.loading = [path], True # argparse's defaults
     from checker.build import Settings, meaning # (build.py imports this module)
-    def setting(name):
+    def value_of(name):
         with contextlib.suppress(KeyError, TypeError): # (device: no setting of the lecture's)
             return meaning(name) and Settings(learner.names, learner.own)(meaning(name))
-    StandIn.setting = setting
+    StandIn.setting = value_of
     with contextlib.suppress(ImportError): # names NumPy 2 dropped, in code written for NumPy 1
         import numpy
         for old, value in dict(Inf=numpy.inf, Infinity=numpy.inf, PINF=numpy.inf, NINF=-numpy.inf, NaN=numpy.nan,

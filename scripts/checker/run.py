@@ -389,7 +389,8 @@ def sampling(m, block, learner):
     last = likeliest(fed, V)
     wrong = [at for (p, at), i in zip(probs, last) if p.reshape(-1).argmax() != i] if len(probs) == len(last) else []
     odds = tempered(probs, fed, V, learner) if probs and len(probs) == len(last) else []
-    if wrong and not any(kind == 'mistake' for kind, _ in odds):
+    # (a penalty may move the likeliest token)
+    if wrong and not any(kind == 'mistake' or 'changes the odds' in words for kind, words in odds):
         at = f": {learner.place(wrong[0])} samples `{learner.source(wrong[0])}`" if wrong[0] else ''
         said.append(('mistake', f"generate samples from something else than the last position's logits "
                                 f"(logits[:, -1, :]){at}"))

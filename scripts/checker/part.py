@@ -41,12 +41,6 @@ def shorter(m, x, rest, kwargs, learner):
                      f"(cut the mask to T, tril[:T, :T]); on {x.shape[1] - 1}, {message(e)}")
         return [('mistake', words, at)] if learner.raised(e) else []
 
-def forward_code(m, learner):
-    """The text of m's forward, as Python reads it; '' where it can't be read."""
-    with contextlib.suppress(SyntaxError, AttributeError):
-        return ast.unparse(learner.parsed(type(m).forward.__code__))
-    return ''
-
 def check_part(label, m, kind, ctx, context, learner):
     """(status, [(kind, words, at)], stage, fix(instance): the lecture's part on its layers, or None)."""
     (x, *rest), kwargs = ctx.example(m)
@@ -91,9 +85,12 @@ def check_part(label, m, kind, ctx, context, learner):
         layouts = traced_layouts(m, layouts, events, *x.shape[:2]) + layouts
     random = any('eval mode' in f[1] or 'while it runs' in f[1] for f in said) # (nothing to compare with)
     never = explain.unused(m, [x, *rest], kwargs, ctx)
+    code = '' # (its forward as Python reads it, read once: what it calls)
+    with contextlib.suppress(SyntaxError, AttributeError):
+        code = ast.unparse(learner.parsed(type(m).forward.__code__)) if never else ''
     for lay in layouts if kind == 'the model' else []: # (a position table its forward never uses: none)
         for n in [n for n, c in m.named_children() if c is lay['pos'] and f'`{n}`' in never]:
-            lay['pos'], lay['unused pos'] = None, f"self.{n}(" in forward_code(m, learner)
+            lay['pos'], lay['unused pos'] = None, f"self.{n}(" in code
     wrong, named, stand = explain.reused(m, events, never, learner)
     # (the lecture's steps with the layer they applied in its place: the next difference)
     if stand is not None:
@@ -137,7 +134,6 @@ def check_part(label, m, kind, ctx, context, learner):
         words = f"its forward never applies `{n}`: the lecture applies the Blocks between the embeddings and lm_head"
         said.append(('mistake', words, c.__dict__.get('_made_at')))
     never = [n for n in never if n not in [f'`{n}`' for n, _ in skipped]]
-    code = forward_code(m, learner) if never else ''
     called = [n for n in never if f"self.{n.strip('`')}(" in code]
     never = [n for n in never if n not in called]
     # (a layer it calls, whose result it drops: named as that)

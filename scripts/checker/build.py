@@ -237,7 +237,9 @@ class Builder:
         settings = Settings(names, self.learner.own)
         put = supply(classes_of(self.learner), settings, self.supplied)
         configs = {k: filled(v, settings) for k, v in names.items() if any(v is c for c in settings.configs)}
-        value = lambda n: eval(compile(ast.Expression(n), where, 'eval'), names, Scope([configs, names], settings))
+        value = lambda n: eval(
+            compile(ast.Expression(n), where, 'eval'), names, Scope([configs, names], settings)
+        )
         def given(node, name):
             meant, default = meaning(name or ''), defaults.get(name)
             # (a value from what their file never gives, a JSON config not read: their default, where it is a
@@ -333,11 +335,15 @@ class Builder:
             same = len(raised) == 3 and len(set(raised)) == 1
             if isinstance(alone[cls], Unbuilt) and same and not alone[cls].guard:
                 alone[cls].theirs = True
-        for m in sorted([m for m in alone.values() if isinstance(m, nn.Module)], key=lambda m: len(safe_modules(m))):
+        for m in sorted(
+            [m for m in alone.values() if isinstance(m, nn.Module)], key=lambda m: len(safe_modules(m))
+        ):
             alone.update({type(s): s for s in safe_modules(m)[1:] if type(s) in alone}) # the larger holds it
         named = {type(s).__name__: s for m, _ in self.models for s in safe_modules(m)}
         stub = lambda c: isinstance(alone[c], str) and not alone[c].theirs # (not its own code's mistake)
-        return {c: built.get(c) or (named.get(c.__name__, alone[c]) if stub(c) else alone[c]) for c in classes}
+        return {
+            c: built.get(c) or (named.get(c.__name__, alone[c]) if stub(c) else alone[c]) for c in classes
+        }
 
 class Unbuilt(str):
     """Why a class can't be built; by: the class whose own code raised; theirs: whether their own build raised
@@ -346,7 +352,9 @@ class Unbuilt(str):
     by, theirs, guard = None, False, False
 
 def unbuilt(cls, kwargs, e, classes, failed):
-    shown = ', '.join(f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>" for k, v in kwargs.items())
+    shown = ', '.join(
+        f"{k}={v!r}" if len(repr(v)) < 30 else f"{k}=<{type(v).__name__}>" for k, v in kwargs.items()
+    )
     said = message(e).replace("TypeError: descriptor '__init__' of 'super' object needs an argument",
                               "super.__init__() calls super without its (): super().__init__()")
     why = Unbuilt(f"can't build {cls.__name__}({shown}): {said}")

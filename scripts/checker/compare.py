@@ -33,10 +33,14 @@ def close(a, b):
     a, b = a.float(), b.float()
     finite, other = a.isfinite(), b.isfinite()
     if not finite.all() or not other.all(): # (a mask's -inf)
-        if not torch.equal(finite, other) or not torch.equal(a[~finite].nan_to_num(), b[~finite].nan_to_num()):
+        if not torch.equal(finite, other) or not torch.equal(
+            a[~finite].nan_to_num(), b[~finite].nan_to_num()
+        ):
             return False
         a, b = a[finite], b[finite]
-    return not a.numel() or (a - b).abs().max().item() <= TOL * max(1e-6, a.abs().max().item(), b.abs().max().item())
+    return not a.numel() or (a - b).abs().max().item() <= TOL * max(
+        1e-6, a.abs().max().item(), b.abs().max().item()
+    )
 
 def size(t):
     """The sum and the largest of a tensor's finite values' sizes: close tensors have close sums."""
@@ -127,7 +131,9 @@ def parting(steps, theirs):
     if steps is None:
         return -1
     names = list(steps.values)[:-1]
-    made = [theirs.sdpa is not None and n in INSIDE or theirs.find(steps.values[n]) is not None for n in names]
+    made = [
+        theirs.sdpa is not None and n in INSIDE or theirs.find(steps.values[n]) is not None for n in names
+    ]
     last = max((i for i, m in enumerate(made) if m), default=-1)
     same = theirs.out is not None and close(theirs.out, theirs.canon(steps.values['output']))
     return None if same and last == len(names) - 1 else last + 1
@@ -176,7 +182,9 @@ NEEDS = {0: 0, 1: 1, 2: 0, 3: 1} # a step skipped (1) or replaced (3) matches by
 def best(kind, steps, i, o, swaps, theirs, run):
     """The change at step i that takes the two furthest together: ((rank, what, o, swaps), new steps)."""
     defaults, scored = LECTURES[kind][1], []
-    tries = [(0, e, dict(o, **{e[0]: e[1]}), swaps) for e in CATALOGUE.get(kind, []) if o[e[0]] == defaults[e[0]]]
+    tries = [
+        (0, e, dict(o, **{e[0]: e[1]}), swaps) for e in CATALOGUE.get(kind, []) if o[e[0]] == defaults[e[0]]
+    ]
     for t in tries + (others(steps, i, o, swaps, theirs) if steps else []):
         new = run(*t[2:])
         p = -1 if new is None else parting(new, theirs)
@@ -272,7 +280,9 @@ def finding(rank, what, steps, new, i, theirs):
         if dropped is not None:
             said.append(('mistake', never_used(name, theirs.events[dropped]), theirs.called(dropped)))
         else:
-            said.append(('mistake', MISSING.get(name, f"{STEP.get(name, name)} is missing"), theirs.where(made)))
+            said.append(
+                ('mistake', MISSING.get(name, f"{STEP.get(name, name)} is missing"), theirs.where(made))
+            )
     return said
 
 def described(name, value, steps, event, theirs):
@@ -286,7 +296,9 @@ def described(name, value, steps, event, theirs):
         if 1 < n < 10 ** 5 and abs(n ** -0.5 / factor - 1) < 1e-3: # the root of a number: which one
             root = f" = {n}**-0.5" + (" (T, the number of tokens)" if n == theirs.T else '')
         return f"the affinities scaled by {factor:.3g}{root}, not by head_size**-0.5 = {hs**-0.5:.3g} (head_size {hs})"
-    future = value[..., torch.ones(value.shape[-1], value.shape[-1]).triu(1).bool()] if name == 'masked' else None
+    future = (
+        value[..., torch.ones(value.shape[-1], value.shape[-1]).triu(1).bool()] if name == 'masked' else None
+    )
     if future is not None and future.isfinite().any() and (future == 0).all():
         return "the future filled with 0, not -inf, before the softmax: it still gets weight"
     if future is not None and future.isfinite().any():
@@ -299,8 +311,10 @@ def described(name, value, steps, event, theirs):
                 "itself goes through the LayerNorm")
     if name == 'x + ffwd' and {'sa', 'x + sa'} <= set(steps.values): # (x + ffwd(ln2(x + sa(...))): sa lost)
         if close(added, steps.values['x + sa'] - steps.values['sa']):
-            return (f"`{theirs.source(event)}` adds the feed-forward's output to the Block's input x, not to x + "
-                    "sa(ln1(x)): the attention's output never reaches the residual stream")
+            return (
+                f"`{theirs.source(event)}` adds the feed-forward's output to the Block's input x, not to x + "
+                "sa(ln1(x)): the attention's output never reaches the residual stream"
+            )
     return f"`{theirs.source(event)}` where the lecture has {STEP.get(name, name)}"
 
 def xbow(name, steps, event, theirs, fed=None):
@@ -356,8 +370,10 @@ def distance_bias(added):
 
 def never_used(name, e):
     if e.name == 'masked_fill':
-        return "masked_fill's result is never assigned (it returns a new tensor): the future talks to the past; " \
-               "write wei = wei.masked_fill(...)"
+        return (
+            "masked_fill's result is never assigned (it returns a new tensor): the future talks to the past; "
+            "write wei = wei.masked_fill(...)"
+        )
     return f"{STEP.get(name, name)} is made, but the result is never used"
 
 def doubled(i, theirs):

@@ -186,7 +186,9 @@ def registered(m, events, checked):
     a module inside m that is checked on its own (checked(s)) is named there."""
     inside, mine = {id(s) for s in safe_modules(m)}, own_lines(m)
     lost = [e.module for e in events if e.module is not None and id(e.module) not in inside]
-    for module in [s for s in dict.fromkeys(lost) if not any(s is not o and s in safe_modules(o) for o in lost)]:
+    for module in [
+        s for s in dict.fromkeys(lost) if not any(s is not o and s in safe_modules(o) for o in lost)
+    ]:
         holds = lambda v: isinstance(v, (list, tuple, dict)) and any(
             c is module for c in (v.values() if isinstance(v, dict) else v))
         at = module.__dict__.get('_made_at')
@@ -281,7 +283,9 @@ def eval_mode(m, args, kwargs, learner):
         return [('mistake', f"`{learner.source(drawn.at)}` draws random numbers (torch.{drawn.name}) while it runs: "
                  "the same input gives another output each time", drawn.at)]
     if sdpa:
-        fix = "F.scaled_dot_product_attention's dropout_p: pass dropout_p=self.dropout if self.training else 0"
+        fix = (
+            "F.scaled_dot_product_attention's dropout_p: pass dropout_p=self.dropout if self.training else 0"
+        )
     else:
         fix = "F.dropout trains by default: pass training=self.training, or use nn.Dropout"
     return [('mistake', f"in eval mode its dropout still acts ({fix})", at)]
@@ -298,7 +302,9 @@ def reseeds(m, args, kwargs, learner):
     torch.manual_seed = seed
     torch.set_rng_state(state) # (what it seeded: not left behind)
     at = next((at for at in seeded if at in own_lines(m)), None)
-    words = "seeds the random numbers at every call, so dropout drops the same units at every step of training"
+    words = (
+        "seeds the random numbers at every call, so dropout drops the same units at every step of training"
+    )
     return [('mistake', f"`{learner.source(at)}` in forward {words}", at)] if at else []
 
 def unused(m, args, kwargs, ctx):
@@ -311,6 +317,8 @@ def unused(m, args, kwargs, ctx):
         (out * torch.randn(out.shape, generator=torch.Generator().manual_seed(1))).sum().backward()
         # (no gradient)
         idle = [n for n, c in m.named_children() if {p.grad for p in nn.Module.parameters(c)} == {None}]
-        names = [n.rsplit('.', 1)[0] for n, p in m.named_parameters() if id(p) not in theirs and p.grad is None]
+        names = [
+            n.rsplit('.', 1)[0] for n, p in m.named_parameters() if id(p) not in theirs and p.grad is None
+        ]
         return [f"`{n}`" for n in dict.fromkeys(idle + [n for n in names if n.split('.')[0] not in idle])]
     return []

@@ -54,7 +54,9 @@ class Learner:
         its def: code.co_firstlineno + n.lineno - 1 is theirs); SyntaxError where it can't be read."""
         lines = self.texts.get(code.co_filename) or linecache.getlines(code.co_filename)
         last = max(line for *_, line in code.co_lines() if line)
-        return ast.parse(textwrap.dedent('\n'.join(l.rstrip('\n') for l in lines[code.co_firstlineno - 1:last])))
+        return ast.parse(
+            textwrap.dedent('\n'.join(l.rstrip('\n') for l in lines[code.co_firstlineno - 1 : last]))
+        )
     def line(self, *skip):
         """(file, line) of their code running now: its innermost frame (not in a method of skip's)."""
         f = sys._getframe(1)
@@ -97,8 +99,9 @@ def import_(node, learner, names, where):
     """An import; a package that isn't installed stands in (a module of one that is, misspelt, raises)."""
     # from .model import GPT: the file beside
     if getattr(node, 'level', 0) == 1 and not names.get('__package__'):
-        node = ast.copy_location(ast.ImportFrom(node.module, node.names, 0) if node.module else ast.Import(node.names),
-                                 node)
+        node = ast.copy_location(
+            ast.ImportFrom(node.module, node.names, 0) if node.module else ast.Import(node.names), node
+        )
     before = {k: v for k, v in names.items() if isinstance(v, type)}
     homes = (OURS[1], os.path.dirname(OURS[1])) # (scripts/ and the repository's: our common, gpt, check)
     tops = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or '']
@@ -126,7 +129,9 @@ def imported(node, learner, names, where, before):
             if not e.name or not isinstance(sys.modules.get(top), StandInModule) and importlib.util.find_spec(top):
                 sys.modules[e.name] = importlib.import_module(spelt(e.name) or e.name) # (none: it raises)
                 words = f"there is no module {e.name}; {spelt(e.name)} is meant (names are case-sensitive)"
-                learner.notes.setdefault('slips', []).append(((where, node.lineno), words + '; checked with it'))
+                learner.notes.setdefault('slips', []).append(
+                    ((where, node.lineno), words + '; checked with it')
+                )
                 continue
             sys.modules[e.name] = StandInModule(e.name)
             learner.notes.setdefault('stand-ins', []).append(top)
@@ -189,8 +194,10 @@ def mended(node, learner, where):
     for call in [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                  and n.func.attr == 'T' and len(n.args) == 2]: # (k.T(-2, -1): the transposed tensor, called)
         call.func.attr = 'transpose'
-        words = ".T(-2, -1) calls the transposed tensor, which is no function: .transpose(-2, -1) is meant; " \
-                "checked with it"
+        words = (
+            ".T(-2, -1) calls the transposed tensor, which is no function: .transpose(-2, -1) is meant; "
+            "checked with it"
+        )
         learner.notes.setdefault('slips', []).append(((where, call.lineno), words))
     return node
 
@@ -207,23 +214,30 @@ def spelt(name):
     """The module of an installed package that a misspelt name means (torch.nn.Functional), or None."""
     parent, _, last = name.rpartition('.')
     with contextlib.suppress(ImportError):
-        known = [m.name for m in pkgutil.iter_modules(getattr(importlib.import_module(parent), '__path__', []))]
-        meant = [k for k in known if k.lower() == last.lower()] or difflib.get_close_matches(last, known, 1, 0.8)
+        known = [
+            m.name for m in pkgutil.iter_modules(getattr(importlib.import_module(parent), '__path__', []))
+        ]
+        meant = [k for k in known if k.lower() == last.lower()] or difflib.get_close_matches(
+            last, known, 1, 0.8
+        )
         return f"{parent}.{meant[0]}" if parent and meant else None
 
 class Siblings(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """The modules beside the learner's file or in a folder above it, loaded as it is."""
     def __init__(self, learner):
         self.learner = learner
-        self.folders = [os.path.abspath(os.path.join(os.path.dirname(learner.path), *['..'] * i)) for i in range(4)]
+        self.folders = [
+            os.path.abspath(os.path.join(os.path.dirname(learner.path), *['..'] * i)) for i in range(4)
+        ]
     def find_spec(self, name, path, target=None):
         for folder in self.folders if name.split('.')[0] not in sys.stdlib_module_names else []:
             base = os.path.join(folder, *name.split('.'))
             if os.path.isfile(base + '.py'):
                 return importlib.util.spec_from_file_location(name, base + '.py', loader=self)
             if os.path.isfile(os.path.join(base, '__init__.py')) or os.path.isdir(base) and folder != self.folders[0]:
-                return importlib.util.spec_from_file_location(name, os.path.join(base, '__init__.py'), loader=self,
-                                                              submodule_search_locations=[base])
+                return importlib.util.spec_from_file_location(
+                    name, os.path.join(base, '__init__.py'), loader=self, submodule_search_locations=[base]
+                )
     def exec_module(self, module):
         self.learner.own.add(module.__name__)
         self.learner.files.add(module.__file__)
@@ -246,7 +260,9 @@ def cell(source):
     magic = source.lstrip().split('\n', 1)[0] if source.lstrip().startswith('%%') else ''
     if magic and not magic.startswith(('%%time', '%%capture')) and not re.match(r'%%writefile .*\.py\s*$', magic):
         return ''
-    return '\n'.join('' if re.match(r'\s*([!%?]|[\w.]+\?\??\s*$)', line) else line for line in source.splitlines())
+    return '\n'.join(
+        '' if re.match(r'\s*([!%?]|[\w.]+\?\??\s*$)', line) else line for line in source.splitlines()
+    )
 
 def sources(path):
     """[(where, code)]: the file, or a notebook's code cells."""
@@ -263,8 +279,10 @@ def sources(path):
         cells = notebook.get('cells') or [c for w in notebook.get('worksheets', []) for c in w['cells']]
         cells = [(i, c.get('source', c.get('input', ''))) for i, c in enumerate(cells, 1) if c['cell_type'] == 'code']
     except (ValueError, KeyError, TypeError, AttributeError) as e: # (ValueError: its JSON breaks off)
-        raise CantCheck(f"{path} is not a notebook: " + (f"its JSON breaks off ({e})" if isinstance(e, ValueError)
-                                                          else "no code cells in its JSON")) from None
+        raise CantCheck(
+            f"{path} is not a notebook: "
+            + (f"its JSON breaks off ({e})" if isinstance(e, ValueError) else "no code cells in its JSON")
+        ) from None
     return [(f"{path}, cell {i}", cell(s if isinstance(s, str) else ''.join(s))) for i, s in cells]
 
 def parse(code, where, left=None):
@@ -294,7 +312,9 @@ def parse(code, where, left=None):
         spans = ', '.join(f"{a} to {b}" if b > a else f"{a}" for a, b in zip(starts, ends))
         left.append(f"{said}: line{'' if spans.isdigit() else 's'} {spans}")
         linecache.cache[where] = len(code), None, [line + "\n" for line in lines], where # (inspect reads it)
-    cell = lambda n: isinstance(n, ast.FunctionDef) and any(getattr(d, 'attr', '') == 'cell' for d in n.decorator_list)
+    cell = lambda n: isinstance(n, ast.FunctionDef) and any(
+        getattr(d, 'attr', '') == 'cell' for d in n.decorator_list
+    )
     tree.body = [inner for node in tree.body for inner in ([i for i in node.body if not isinstance(i, ast.Return)]
                                                           if cell(node) else [node])]
     return tree
@@ -347,8 +367,9 @@ def run(nodes, where, names): # (after from __future__ import annotations, with 
 def run_selected(tree, learner, names, where):
     """Run a module's (or a function's) imports, definitions and settings, in order, and build its models."""
     for node in tree.body:
-        guard = isinstance(node, ast.If) and {'__name__', '__main__'} <= {getattr(n, 'id', getattr(n, 'value', None))
-                                                                        for n in ast.walk(node.test)}
+        guard = isinstance(node, ast.If) and {'__name__', '__main__'} <= {
+            getattr(n, 'id', getattr(n, 'value', None)) for n in ast.walk(node.test)
+        }
         # try: import tqdm ...; if __name__ == '__main__': ...
         if isinstance(node, (ast.Try, ast.With)) or guard:
             run_selected(ast.Module(node.body, []), learner, names, where)
@@ -363,16 +384,22 @@ def run_selected(tree, learner, names, where):
                 forwards(names.get(getattr(node, 'name', None)))
             except Exception as e:
                 lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == where]
-                said = f"{where}, line {(lines or [node.lineno])[-1]}: running it raised {type(e).__name__}: " \
-                       f"{' '.join(str(e).split())}"
+                said = (
+                    f"{where}, line {(lines or [node.lineno])[-1]}: running it raised {type(e).__name__}: "
+                    f"{' '.join(str(e).split())}"
+                )
                 if ', cell ' not in where: # a notebook's cell that failed goes on; a file can't
                     raise CantCheck(said) from None
                 learner.notes.setdefault('unread', []).append(said)
-        elif is_setting(node, names) and not (isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)):
+        elif is_setting(node, names) and not (
+            isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)
+        ):
             # (one made from the data, never read, is left out; argparse exits)
             with contextlib.suppress(BaseException):
                 setting(node, learner, names, where)
-        for call in builds(node, learner, names) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) else []:
+        for call in (
+            builds(node, learner, names) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) else []
+        ):
             m = learner.build(call, names, where)
             # (model = GPT(...): theirs by that name, which their generate may read)
             if m is not None and call is node.value and isinstance(node, ast.Assign):

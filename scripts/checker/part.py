@@ -75,7 +75,8 @@ def check_part(label, m, kind, ctx, context, learner):
     events = t.events
     said = explain.swapped(m, learner) + explain.registered(m, events, lambda s: ctx.role_of(s) is not None)
     said += explain.plain_weights(m, events, learner, lambda s: ctx.role_of(s) is not None)
-    said += explain.eval_mode(m, [x, *rest], kwargs, learner) + explain.reseeds(m, [x, *rest], kwargs, learner)
+    said += explain.eval_mode(m, [x, *rest], kwargs, learner)
+    said += explain.reseeds(m, [x, *rest], kwargs, learner)
     try:
         layouts = LAYOUTS[kind](m, ctx)
     except LookupError as e:
@@ -116,7 +117,9 @@ def check_part(label, m, kind, ctx, context, learner):
         said += explain.repeated([b for b in lay['body'] if b not in lay['extra']])
     if kind == 'Block':
         said += explain.shared_norm(events, ctx)
-    shown = lambda step: theirs.where(theirs.find(steps.values[step])) if steps and step in steps.values else None
+    shown = lambda step: (
+        theirs.where(theirs.find(steps.values[step])) if steps and step in steps.values else None
+    )
     layered = structure(kind, m, lay, stage, max(context, stage), ctx, shown, steps)
     if lay.get('merge') is not None: # (proj learns either order)
         said.append(('variant', "the heads joined channel by channel, where the lecture sets them side by side "
@@ -197,7 +200,9 @@ def dropouts(kind, steps, theirs, events, m, stage, ctx, lay):
         if made not in chosen or e.module is not None:
             chosen[made] = e
     for made, e in chosen.items():
-        step = next((n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None)
+        step = next(
+            (n for n, v in steps.values.items() if made is not None and theirs.find(v, False) == made), None
+        )
         at = e.at # (a Dropout inside an nn.Sequential: the line that made it)
         if any(isinstance(s, torch.nn.Sequential) and any(e.module is c for c in s.children()) for s in m.modules()):
             at = e.module.__dict__.get('_made_at') or e.at

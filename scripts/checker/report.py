@@ -64,7 +64,9 @@ def versions(built, builder):
 def held_by(builder, built):
     """The names of the learner's classes its models hold (nn.LayerNorm is not theirs), and those a version of
     one of them holds (a notebook's later model, which it never builds itself: the checker builds it alone)."""
-    theirs = lambda m: {type(s).__name__ for s in safe_modules(m) if not type(s).__module__.startswith('torch.')}
+    theirs = lambda m: {
+        type(s).__name__ for s in safe_modules(m) if not type(s).__module__.startswith('torch.')
+    }
     models = [m for m, _ in builder.models]
     names = builder.made.union(*map(theirs, models))
     # (beside a language model, a module of theirs built alone, holding none of theirs, shows the math: the
@@ -169,11 +171,15 @@ def report(learner, builder, classes, settings):
         capture(m, ctx) # what each module inside gets, as the model's code runs it
     rep.parts = parts_of(built, ctx, builder, broken)
     if not rep.parts:
-        raise CantCheck("none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)")
+        raise CantCheck(
+            "none of the lecture's parts is there (Head, MultiHeadAttention, FeedForward, Block, a model)"
+        )
     ctx.parts = {id(p.m) if '.' in p.label else type(p.m) for p in rep.parts}
     # (its latest's)
     models, stages = [p.m for p in rep.parts if p.kind == 'the model' and not no_forward(p.m)], {}
-    others = [b for b, _ in builder.models if ctx.role_of(b) == 'the model' and not any(b is m for m in models)]
+    others = [
+        b for b, _ in builder.models if ctx.role_of(b) == 'the model' and not any(b is m for m in models)
+    ]
     for m in models + others: # (a model not reported, its code another's again: its parts at its stage)
         # (layers it never made: no stage of theirs)
         if any(m is u for u in unrun) and explain.lacking(m, learner):
@@ -220,7 +226,9 @@ def report(learner, builder, classes, settings):
     with torch.no_grad():
         for p, was in saved:
             p.copy_(was)
-    for part in [p for p in rep.parts if p.kind == 'the model' and p.status != 'cant' and not no_forward(p.m)]:
+    for part in [
+        p for p in rep.parts if p.kind == 'the model' and p.status != 'cant' and not no_forward(p.m)
+    ]:
         part.fixed = list(dict.fromkeys(fixed[id(s)] for s in safe_modules(part.m) if id(s) in fixed and
                                         s is not part.m))
         try:
@@ -237,7 +245,9 @@ def report(learner, builder, classes, settings):
         problems = [p for p in problems if p[1].removeprefix('running it raised ') not in said]
         part.findings += [Finding(part.label, kind, words) for kind, words in problems]
         part.whole = [words for kind, words in problems if kind == 'mistake']
-        part.status = 'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'
+        part.status = (
+            'differs' if part.status == 'differs' or any(k == 'mistake' for k, _ in problems) else 'ok'
+        )
     error = lambda words: re.sub(r'^.*?(\w+Error: |\w+Exception: )', r'\1', words) # the exception, not where
     # a crash of a part it holds: named there, once
     for part in [p for p in rep.parts if p.status == 'differs']:
@@ -248,8 +258,9 @@ def report(learner, builder, classes, settings):
             error(f.words) in raised or 'has no forward' in f.words and f"[{p.label}] is missing" in ''.join(raised)
             for f in p.findings if f.kind == 'mistake')), None)
         if cause and '' not in raised and all(f.kind != 'mistake' or 'raised ' in f.words for f in part.findings):
-            part.status, part.findings = 'skip', [Finding(part.label, 'cant', f"it holds {cause.label}, which "
-                                                                              "can't run (above)")]
+            part.status, part.findings = 'skip', [
+                Finding(part.label, 'cant', f"it holds {cause.label}, which can't run (above)")
+            ]
     held = held_by(builder, built)
     based = {b for c in classes if c.__name__ in held for b in c.__mro__} # (a base of theirs is used)
     unused = [c.__name__ for c in classes if c.__name__ not in held and c not in based] \
@@ -269,13 +280,16 @@ def report(learner, builder, classes, settings):
 def verdict(part, rep, settings):
     """The words for a part: its mistakes at their lines, else matches (its stage, the video's, variants)."""
     place = lambda f: f"{rep.learner.place(f.at)}: " if f.at else ''
-    mistakes = sorted([f for f in part.findings if f.kind == 'mistake'], key=lambda f: f.at[1] if f.at else 1e9)
+    mistakes = sorted(
+        [f for f in part.findings if f.kind == 'mistake'], key=lambda f: f.at[1] if f.at else 1e9
+    )
     kinds = {'variant': 'a variant, ', 'video': ''} # (the video's words say so)
     others = list(dict.fromkeys(place(f) + kinds[f.kind] + f.words for f in part.findings if f.kind in kinds))
     notes = [f.words for f in part.findings if f.kind == 'note']
     if part.status in ('cant', 'skip'):
-        return ('not checked: ' * (part.status == 'skip')) + next(f.words for f in part.findings if f.kind in (
-            'cant', 'mistake'))
+        return ('not checked: ' * (part.status == 'skip')) + next(
+            f.words for f in part.findings if f.kind in ('cant', 'mistake')
+        )
     if any(f.words not in part.whole for f in mistakes):
         words = list(dict.fromkeys(place(f) + f.words for f in mistakes))
         line = 'differs: ' + '; and '.join(words) + ''.join(f"; {o}" for o in others)
@@ -300,14 +314,18 @@ def lines(rep, settings):
     missing = list(dict.fromkeys(learner.notes.get('stand-ins', [])))
     out = []
     if missing:
-        out.append(f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
-                   "a part that calls one says so")
+        out.append(
+            f"note: not installed here (nor a file beside yours), so standing in: {', '.join(missing)}; "
+            "a part that calls one says so"
+        )
     out += [f"note: left out: {e}" for e in learner.notes.get('unread', [])]
     slips, (values, parameters) = learner.notes.setdefault('slips', []), named(learner)
     for name, value in sorted(builder.supplied): # (one a file of settings never sets: a NameError, theirs)
         at = next(((w, i) for w, text in learner.texts.items() for i, line in enumerate(text, 1)
                    if re.search(rf"\b{name}\b", line)), None)
-        made = at is not None and any(c.__name__ in builder.made and at in code_lines(c) for c in classes_of(learner))
+        made = at is not None and any(
+            c.__name__ in builder.made and at in code_lines(c) for c in classes_of(learner)
+        )
         # (a fragment alone sets none)
         if made and len(settings.found) > 1 and name not in values | parameters:
             slips.append((at, f"{name} is never set anywhere in the file, so this raises NameError; checked with "
@@ -333,7 +351,9 @@ def lines(rep, settings):
     if elsewhere:
         them = 'it' if len(elsewhere) == 1 else 'them'
         values = ', '.join(f"{name}={value}" for name, value in given if name in elsewhere)
-        out.append(f"note: checked with {values}: your code sets {them} only in lines the checker doesn't run")
+        out.append(
+            f"note: checked with {values}: your code sets {them} only in lines the checker doesn't run"
+        )
     built = [f"{p.label} as {learner.place(at)} builds it" for p in rep.parts if p.kind == 'the model'
              for model, at in builder.models if model is p.m and at]
     if built:

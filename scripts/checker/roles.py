@@ -10,7 +10,9 @@ import torch.nn as nn
 from checker.lecture import ATTENTIONS, LAYER, MEANING, SEQUENCES, Steps, mha, norm, out_of
 
 layers = lambda m, kind: [(n, c) for n, c in m.named_children() if isinstance(c, kind)]
-n_heads = lambda m: next((v for k, v in vars(m).items() if MEANING.get(norm(k)) == 'n_head' and type(v) is int), None)
+n_heads = lambda m: next(
+    (v for k, v in vars(m).items() if MEANING.get(norm(k)) == 'n_head' and type(v) is int), None
+)
 VOCABS = {} # id(model) -> (a weak reference to it, its vocabulary's size): asked at every call of the model
 
 def vocab(m):
@@ -73,7 +75,9 @@ def block_size(m, settings, cap=256):
              if b.dim() >= 2 and b.shape[-1] == b.shape[-2] > 1]
     embeddings = [e for e in m.modules() if isinstance(e, nn.Embedding)]
     if embeddings: # a model: the rows of its position Embedding (not the one lm_head maps to), or table
-        C, outs = embeddings[0].embedding_dim, {c.out_features for c in m.modules() if isinstance(c, nn.Linear)}
+        C, outs = embeddings[0].embedding_dim, {
+            c.out_features for c in m.modules() if isinstance(c, nn.Linear)
+        }
         sizes += ([e.num_embeddings for e in embeddings if e.num_embeddings not in outs] or
                   [e.num_embeddings for e in embeddings[1:]]) if len(embeddings) > 1 else []
         sizes += [t.numel() // C for t in [*m.parameters(recurse=False), *m.buffers(recurse=False)]
@@ -107,7 +111,9 @@ def mixes_tokens(m, ctx):
         x = ctx.example(m)[0][0]
         changed = x.clone()
         changed[:, [0, -1]] = torch.randn(x.shape[0], 2, x.shape[-1])
-        return not torch.allclose(runs(m, ctx, x)[:, 1:-1], runs(m, ctx, changed)[:, 1:-1], rtol=1e-4, atol=1e-5)
+        return not torch.allclose(
+            runs(m, ctx, x)[:, 1:-1], runs(m, ctx, changed)[:, 1:-1], rtol=1e-4, atol=1e-5
+        )
 
 def places(m, ctx):
     """Whether an attention's later outputs change where its first two inputs swap: it knows their places."""
@@ -175,12 +181,16 @@ def find_role(m, ctx):
 
 def qkv_of(m):
     """[ways to make (q, k, v) with m's Linears]: by name, else every order, else fused; the rest."""
-    linears, named = [c for _, c in layers(m, nn.Linear)], {LAYER.get(norm(n)): c for n, c in layers(m, nn.Linear)}
+    linears, named = [c for _, c in layers(m, nn.Linear)], {
+        LAYER.get(norm(n)): c for n, c in layers(m, nn.Linear)
+    }
     shape = lambda c: (c.in_features, c.out_features)
     if 'query' in named and 'key' in named:
         q, k = named['query'], named['key']
         v = named.get('value') or next((c for c in linears if c not in (q, k) and shape(c) == shape(k)), None)
-        return [lambda x: [q(x), k(x), v(x) if v is not None else None]], [c for c in linears if c not in (q, k, v)]
+        return [lambda x: [q(x), k(x), v(x) if v is not None else None]], [
+            c for c in linears if c not in (q, k, v)
+        ]
     alike = [c for c in linears if shape(c) == shape(linears[0])][:3] if linears else []
     if len(alike) >= 2 and not any(c.out_features == 3 * c.in_features for c in linears):
         # key, query
@@ -247,7 +257,9 @@ def traced_layouts(m, lays, events, B, T):
     merge = None
     for t in [t for e in events if e.module is None for t in e.values if t.dim() == 4 and h] if fed else []:
         heads = t.movedim([d for d in range(4) if t.shape[d] == h][0], 2) if h in t.shape else t
-        merge = columns(fed[0], by_position(heads, B, T), B, T) if by_position(heads, B, T) is not None else None
+        merge = (
+            columns(fed[0], by_position(heads, B, T), B, T) if by_position(heads, B, T) is not None else None
+        )
         if merge is not None and not torch.equal(merge, torch.arange(X)):
             break
         merge = None
@@ -272,7 +284,9 @@ def block_layouts(m, ctx):
             act, (first, second) = acts[0], linears
             ff = lambda x: second(act(first(x)))
     if sa is None or ff is None:
-        raise LookupError(f"has no {'attention' if sa is None else 'feed-forward'} part that can be told apart")
+        raise LookupError(
+            f"has no {'attention' if sa is None else 'feed-forward'} part that can be told apart"
+        )
     norms = [c for c in kids if ctx.role_of(c) == 'LayerNorm'] # (ln1, ln2 in the order they are made, first)
     pairs = [list(p) for p in itertools.permutations(norms, 2)] or [[c, c] for c in norms[:1]]
     identity = [[nn.Identity(), nn.Identity()]]
@@ -287,7 +301,9 @@ def model_layouts(m, ctx):
     tails = [c[-1] for _, c in kids if isinstance(c, nn.Sequential) and len(c)]
     head = next((c for c in [c for _, c in kids[::-1]] + tails if isinstance(c, nn.Linear) and
                  c.out_features in {e.num_embeddings for e in embeddings}), None)
-    tok = next((e for e in embeddings if head is None or e.num_embeddings == head.out_features), embeddings[0])
+    tok = next(
+        (e for e in embeddings if head is None or e.num_embeddings == head.out_features), embeddings[0]
+    )
     lay = dict(tok=tok, head=head, body=[], named=[], final=None, structure=[], extra=[], call=ctx.call,
                pos=next((e for e in embeddings if e is not tok), None),
                bigram=head is None and tok.embedding_dim == tok.num_embeddings)
